@@ -1,0 +1,299 @@
+"""River plumbing shared by every model: features, labels, the mini-batch buffer, input checks.
+
+A subclass supplies the mathematics through four hooks, each called with validated float64
+arrays:
+
+- `_init_params(n_features)`: allocate the parameters once the feature set is known (the
+  class count `len(self._classes)` may still be 0);
+- `_add_class()`: grow every output-side parameter by one class column;
+- `_update(X, y)`: ONE learning step on a full mini-batch, `X` float64 `[batch_size, d]`,
+  `y` int64 `[batch_size]` holding class indices, `-1` for unlabeled rows;
+- `_proba(X)`: `p(y | x)` as float64 `[n, n_classes]` (only called once a class is known).
+
+Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
+its whole input before it changes any state, so a rejected call leaves the model as it was.
+All three learning paths feed the same buffer, so they yield the same model.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+from river import base
+
+__all__ = ["HybridClassifier"]
+
+
+def _canonical_order(names) -> list:
+    """Features in a fixed order whatever the dict order (natural order, else by repr)."""
+    try:
+        return sorted(names)
+    except TypeError:
+        return sorted(names, key=repr)
+
+
+def _check_label(y) -> None:
+    try:
+        hash(y)
+    except TypeError:
+        raise TypeError(f"Invalid label {y!r}: labels must be hashable") from None
+
+
+def _is_missing_label(y) -> bool:
+    return y is None or (isinstance(y, float) and math.isnan(y))
+
+
+class HybridClassifier(base.MiniBatchClassifier):
+    """Base class of the semi-supervised mini-batch classifiers of this package.
+
+    Not meant to be used directly: see `DHBM`, `DHDA`, `PseudoLabelMLP`, `SBEN`, `HSDA`.
+
+    Notes
+    -----
+    - The feature set is fixed on the first instance seen (in natural sort order, so the
+      columns of `learn_arrays` are feature names `0..d-1`); later unseen features are
+      ignored and missing ones read as 0.
+    - Classes are discovered online: a new label adds an output column at once, so it shows
+      in the predictions even before the mini-batch that holds it is learnt.
+    - Instances wait in a buffer until `batch_size` of them trigger one update; the buffer
+      is part of the model's state (it survives pickling and cloning copies nothing of it).
+
+    """
+
+    #: The paper's literal settings for the online experiments, used by `paper()`.
+    _PAPER_SETTINGS: dict = {}
+
+    def __init__(self, batch_size: int = 20, seed: int | None = None):
+        self.batch_size = batch_size
+        self.seed = seed
+
+    # ------------------------------------------------------------------ configuration
+
+    @classmethod
+    def paper(cls, **overrides):
+        """The model with the paper's literal online settings, `overrides` applied on top."""
+        return cls(**{**cls._PAPER_SETTINGS, **overrides})
+
+    def _check_common_params(self) -> None:
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, numbers.Integral):
+            raise ValueError(f"Invalid batch_size ({self.batch_size!r}). Must be an int >= 1")
+        if self.batch_size < 1:
+            raise ValueError(f"Invalid batch_size ({self.batch_size}). Must be an int >= 1")
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)
+        ):
+            raise ValueError(f"Invalid seed ({self.seed!r}). Must be an int or None")
+
+    def _reset_state(self) -> None:
+        """Forget everything learnt: called at the end of every subclass `__init__`."""
+        self._rng = np.random.default_rng(self.seed)
+        self._features: list | None = None
+        self._feature_index: dict = {}
+        self._classes: list = []
+        self._class_index: dict = {}
+        self._X_buf: np.ndarray | None = None
+        self._y_buf: np.ndarray | None = None
+        self._n_buf = 0
+        self.n_updates = 0
+        self.n_labeled_seen = 0
+
+    @property
+    def _multiclass(self) -> bool:
+        return True
+
+    @property
+    def classes_(self) -> list:
+        """The labels seen so far, in the column order of `predict_proba_arrays`."""
+        return list(self._classes)
+
+    @property
+    def n_features_in_(self) -> int:
+        return 0 if self._features is None else len(self._features)
+
+    # ------------------------------------------------------------------ input checks
+
+    def _check_value(self, name, value) -> float:
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"Feature {name!r} has non-numeric value {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"Feature {name!r} has non-finite value {value}")
+        return value
+
+    def _vector(self, x: dict, features_index: dict) -> np.ndarray:
+        row = np.zeros(len(features_index))
+        for name, value in x.items():
+            value = self._check_value(name, value)
+            j = features_index.get(name)
+            if j is not None:
+                row[j] = value
+        return row
+
+    def _check_frame(self, X: pd.DataFrame, features: list) -> np.ndarray:
+        for name in X.columns:
+            column = X[name]
+            if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
+                bad = next((v for v in column if not isinstance(v, numbers.Real)), column.iloc[0])
+                raise TypeError(f"Feature {name!r} has non-numeric value {bad!r}")
+        values = X.reindex(columns=features, fill_value=0.0).to_numpy(dtype=np.float64)
+        self._check_finite(values, list(features))
+        extra = [c for c in X.columns if c not in set(features)]
+        if extra:
+            self._check_finite(X[extra].to_numpy(dtype=np.float64), extra)
+        return np.ascontiguousarray(values)
+
+    @staticmethod
+    def _check_finite(X: np.ndarray, names) -> None:
+        finite = np.isfinite(X)
+        if not finite.all():
+            i, j = np.argwhere(~finite)[0]
+            raise ValueError(f"Feature {names[j]!r} has non-finite value {X[i, j]} in row {i}")
+
+    # ------------------------------------------------------------------ learning
+
+    def _fix_features(self, names) -> None:
+        self._features = list(names)
+        self._feature_index = {name: j for j, name in enumerate(self._features)}
+        self._X_buf = np.zeros((self.batch_size, len(self._features)))
+        self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
+        self._init_params(len(self._features))
+
+    def _class_of(self, y) -> int:
+        """The column of label `y`, adding a class the first time it is seen."""
+        k = self._class_index.get(y)
+        if k is None:
+            k = len(self._classes)
+            self._classes.append(y)
+            self._class_index[y] = k
+            self._add_class()
+        return k
+
+    def _push(self, rows: np.ndarray, labels: list) -> None:
+        """Append validated rows (label or None each) to the buffer, one update per full batch."""
+        i = 0
+        while i < len(rows):
+            n = min(len(rows) - i, self.batch_size - self._n_buf)
+            for r in range(n):
+                y = labels[i + r]
+                self._y_buf[self._n_buf + r] = -1 if y is None else self._class_of(y)
+            self._X_buf[self._n_buf : self._n_buf + n] = rows[i : i + n]
+            self._n_buf += n
+            i += n
+            if self._n_buf == self.batch_size:
+                self.n_labeled_seen += int((self._y_buf >= 0).sum())
+                self._update(self._X_buf, self._y_buf)
+                self.n_updates += 1
+                self._n_buf = 0
+
+    def learn_one(self, x: dict, y=None, labeled: bool = True, **kwargs) -> None:
+        """Buffer one instance; unlabeled when `y is None` or `labeled=False`.
+
+        Every `batch_size` buffered instances trigger one update on the mixed mini-batch.
+
+        """
+        features = self._features if self._features is not None else _canonical_order(x)
+        index = self._feature_index if self._features is not None else {
+            name: j for j, name in enumerate(features)
+        }
+        row = self._vector(x, index)
+        label = None if (not labeled or _is_missing_label(y)) else y
+        if label is not None:
+            _check_label(label)
+        if self._features is None:
+            self._fix_features(features)
+        self._push(row[None, :], [label])
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series | None = None, **kwargs) -> None:
+        """Buffer a mini-batch; missing labels (None/NaN) mark unlabeled rows."""
+        if len(X) == 0:
+            return
+        features = self._features if self._features is not None else _canonical_order(X.columns)
+        rows = self._check_frame(X, features)
+        if y is None:
+            labels = [None] * len(rows)
+        else:
+            if len(y) != len(X):
+                raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
+            labels = [None if _is_missing_label(v) else v for v in y]
+            for v in labels:
+                if v is not None:
+                    _check_label(v)
+        if self._features is None:
+            self._fix_features(features)
+        self._push(rows, labels)
+
+    def learn_arrays(self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None) -> None:
+        """Array path: `X` float `[n, d]` with columns features `0..d-1`, `y` labels `[n]`,
+        `labeled` bool `[n]` (all labeled if omitted). Same buffer as `learn_one`."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        y = np.asarray(y)
+        if y.shape != (len(X),):
+            raise ValueError(f"y has shape {y.shape}, expected ({len(X)},)")
+        keep = np.ones(len(X), dtype=bool) if labeled is None else np.asarray(labeled, dtype=bool)
+        if keep.shape != (len(X),):
+            raise ValueError(f"labeled has shape {keep.shape}, expected ({len(X)},)")
+        features = self._features if self._features is not None else list(range(X.shape[1]))
+        if X.shape[1] != len(features):
+            raise ValueError(f"X has {X.shape[1]} columns, the model has {len(features)} features")
+        self._check_finite(X, features)
+        if len(X) == 0:
+            return
+        labels = [v if k else None for v, k in zip(y.tolist(), keep.tolist())]
+        if self._features is None:
+            self._fix_features(features)
+        self._push(X, labels)
+
+    # ------------------------------------------------------------------ prediction
+
+    def _proba_dict(self, p: np.ndarray) -> dict:
+        return {label: float(q) for label, q in zip(self._classes, p)}
+
+    def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        if self._features is None:
+            for name, value in x.items():
+                self._check_value(name, value)
+            return {}
+        row = self._vector(x, self._feature_index)
+        if not self._classes:
+            return {}
+        return self._proba_dict(self._proba(row[None, :])[0])
+
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        if self._features is None or not self._classes:
+            if self._features is None:
+                self._check_frame(X, list(X.columns))
+            return pd.DataFrame(index=X.index)
+        P = self._proba(self._check_frame(X, self._features))
+        return pd.DataFrame(P, index=X.index, columns=list(self._classes))
+
+    def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
+        """Array path: `p(y | x)` as float64 `[n, len(classes_)]` (no columns before a label)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        features = self._features if self._features is not None else list(range(X.shape[1]))
+        if X.shape[1] != len(features):
+            raise ValueError(f"X has {X.shape[1]} columns, the model has {len(features)} features")
+        self._check_finite(X, features)
+        if not self._classes:
+            return np.zeros((len(X), 0))
+        return self._proba(X)
+
+    # ------------------------------------------------------------------ hooks
+
+    def _init_params(self, n_features: int) -> None:
+        raise NotImplementedError
+
+    def _add_class(self) -> None:
+        raise NotImplementedError
+
+    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _proba(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
