@@ -1,0 +1,396 @@
+"""Numba kernels shared by the hybrid models: activations, the flat parameter layout, the
+bottom-up (recognition / encoder) network, the joint predictor and their gradients.
+
+Conventions used by every function here:
+
+- `sizes` int64 `[L + 1]` holds `(D, H_1, ..., H_L)`; layer index `l = 0..L-1` in code is the
+  paper's layer `l + 1`.
+- All parameters live in ONE flat float64 buffer `theta`, addressed by the int64 table
+  `off = param_layout(sizes, n_classes)` of shape `[L + 1, 5]`: for `l < L`, `off[l, COL_W]`
+  is the start of `W^l` stored `[H_{l-1}, H_l]` (fan-in by fan-out, so the bottom-up product
+  is `v^{l-1} @ W^l`), `COL_B` the hidden bias `b^l [H_l]`, `COL_U` the label weights
+  `U^l [H_l, C]`, `COL_R` the recognition weights `R^l [H_{l-1}, H_l]`, `COL_RB` the
+  recognition bias `r^l [H_l]`; the last row holds the visible bias `c [D]` at
+  `off[L, 0]`, the class bias `d [C]` at `off[L, 1]`, and the buffer length at `off[L, 2]`.
+  A gradient buffer has the same layout.
+- Activities of all hidden layers of an `n`-row batch live in one flat buffer `act`: layer
+  `l` is the C-contiguous block `act[n * hcum[l] : n * hcum[l + 1]]` viewed `[n, H_l]`,
+  with `hcum = hidden_offsets(sizes)`. Dropout masks (`mask`), targets of the KL (`mu`) and
+  back-propagated deltas (`delta`) share that layout; an empty `mask` means no dropout.
+- `kind` selects the latent non-linearity: `SIGMOID` (0) or `RELU` (1).
+- Gradients are of a LOSS (to be descended) and are ACCUMULATED (`+=`) into `grad`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+SIGMOID = 0
+RELU = 1
+ACTIVATIONS = {"sigmoid": SIGMOID, "relu": RELU}
+
+COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
+
+
+# --------------------------------------------------------------------------- layout (Python)
+
+
+def param_layout(sizes, n_classes: int) -> np.ndarray:
+    """Offsets table `[L + 1, 5]` int64 of the flat parameter buffer (see module docstring)."""
+    sizes = [int(s) for s in sizes]
+    L = len(sizes) - 1
+    off = np.full((L + 1, 5), -1, dtype=np.int64)
+    pos = 0
+    for l in range(L):
+        fan_in, fan_out = sizes[l], sizes[l + 1]
+        for col, size in (
+            (COL_W, fan_in * fan_out),
+            (COL_B, fan_out),
+            (COL_U, fan_out * n_classes),
+            (COL_R, fan_in * fan_out),
+            (COL_RB, fan_out),
+        ):
+            off[l, col] = pos
+            pos += size
+    off[L, 0] = pos
+    pos += sizes[0]
+    off[L, 1] = pos
+    pos += n_classes
+    off[L, 2] = pos
+    return off
+
+
+def hidden_offsets(sizes) -> np.ndarray:
+    """Cumulative hidden sizes `[L + 1]` int64: `(0, H_1, H_1 + H_2, ...)`."""
+    return np.concatenate([[0], np.cumsum(np.asarray(sizes[1:], dtype=np.int64))]).astype(np.int64)
+
+
+def regrow_classes(theta: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarray:
+    """A buffer for `n_new` classes holding the values of `theta` (laid out for `n_old`);
+    new label-weight columns and class biases are 0."""
+    old, new = param_layout(sizes, n_old), param_layout(sizes, n_new)
+    out = np.zeros(new[-1, 2])
+    L = len(sizes) - 1
+    for l in range(L):
+        for col in (COL_W, COL_B, COL_R, COL_RB):
+            size = sizes[l + 1] * (sizes[l] if col in (COL_W, COL_R) else 1)
+            out[new[l, col] : new[l, col] + size] = theta[old[l, col] : old[l, col] + size]
+        H = sizes[l + 1]
+        U_old = theta[old[l, COL_U] : old[l, COL_U] + H * n_old].reshape(H, n_old)
+        out[new[l, COL_U] : new[l, COL_U] + H * n_new].reshape(H, n_new)[:, :n_old] = U_old
+    out[new[L, 0] : new[L, 0] + sizes[0]] = theta[old[L, 0] : old[L, 0] + sizes[0]]
+    out[new[L, 1] : new[L, 1] + n_old] = theta[old[L, 1] : old[L, 1] + n_old]
+    return out
+
+
+# --------------------------------------------------------------------------- views
+
+
+@njit(cache=True)
+def matrix(theta, off, sizes, l, col):
+    """View `[H_{l-1}, H_l]` (`col` = COL_W or COL_R) or `[H_l, C]` (COL_U needs `C` via
+    `label_weights`) of layer `l` of `theta`."""
+    o = off[l, col]
+    return theta[o : o + sizes[l] * sizes[l + 1]].reshape((sizes[l], sizes[l + 1]))
+
+
+@njit(cache=True)
+def vector(theta, off, sizes, l, col):
+    """View `[H_l]` of the bias `col` (COL_B or COL_RB) of layer `l`."""
+    o = off[l, col]
+    return theta[o : o + sizes[l + 1]]
+
+
+@njit(cache=True)
+def label_weights(theta, off, sizes, l, n_classes):
+    """View `[H_l, C]` of `U^l`."""
+    o = off[l, COL_U]
+    return theta[o : o + sizes[l + 1] * n_classes].reshape((sizes[l + 1], n_classes))
+
+
+@njit(cache=True)
+def layer(act, hcum, n, l):
+    """View `[n, H_l]` of layer `l` in a flat activity buffer of an `n`-row batch."""
+    return act[n * hcum[l] : n * hcum[l + 1]].reshape((n, hcum[l + 1] - hcum[l]))
+
+
+# --------------------------------------------------------------------------- activations
+
+
+@njit(cache=True)
+def activate(z, kind):
+    """`phi(z)` for a scalar: logistic sigmoid or ReLU."""
+    if kind == RELU:
+        return z if z > 0.0 else 0.0
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+@njit(cache=True)
+def derivative(a, kind):
+    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)` or `1[a > 0]`."""
+    if kind == RELU:
+        return 1.0 if a > 0.0 else 0.0
+    return a * (1.0 - a)
+
+
+@njit(cache=True)
+def sigmoid(z):
+    """Logistic sigmoid of a scalar."""
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+@njit(cache=True)
+def softmax_rows(Z):
+    """Row-wise softmax of `Z [n, C]`, in place (max-shifted)."""
+    n, C = Z.shape
+    for r in range(n):
+        m = Z[r, 0]
+        for k in range(1, C):
+            if Z[r, k] > m:
+                m = Z[r, k]
+        s = 0.0
+        for k in range(C):
+            Z[r, k] = np.exp(Z[r, k] - m)
+            s += Z[r, k]
+        for k in range(C):
+            Z[r, k] /= s
+
+
+# --------------------------------------------------------------------------- forward
+
+
+@njit(cache=True)
+def affine(below, M, out, k):
+    """`out [n, H] = k * below [n, P] @ M [P, H]` (overwrites `out`)."""
+    n, P = below.shape
+    H = M.shape[1]
+    for r in range(n):
+        for j in range(H):
+            out[r, j] = 0.0
+        for i in range(P):
+            a = below[r, i]
+            if a != 0.0:
+                for j in range(H):
+                    out[r, j] += a * M[i, j]
+        if k != 1.0:
+            for j in range(H):
+                out[r, j] *= k
+
+
+@njit(cache=True)
+def add_transposed(above, M, out):
+    """`out [n, P] += above [n, H] @ M[P, H]^T` (the top-down term)."""
+    n, H = above.shape
+    P = M.shape[0]
+    for r in range(n):
+        for i in range(P):
+            s = 0.0
+            for j in range(H):
+                s += above[r, j] * M[i, j]
+            out[r, i] += s
+
+
+@njit(cache=True)
+def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, scale, act):
+    """Bottom-up pass `v^0 = X`, `v^l = scale * mask^l * phi(k_l v^{l-1} M^l + m^l)`.
+
+    `M^l, m^l` are the weights/bias in columns `wcol, bcol` of the layout (COL_R, COL_RB for
+    the recognition network, COL_W, COL_B for an encoder); `k_l = 2` for every layer but the
+    top one when `doubled` (the recognition network's weight doubling, paper eq. 9; biases
+    are not doubled), else 1. `X [n, D]`; writes `act` (flat, `>= n * hcum[L]`); `mask` flat
+    like `act` or empty; `scale` is the dropout keep probability at prediction, else 1.
+    """
+    n = X.shape[0]
+    L = sizes.shape[0] - 1
+    for l in range(L):
+        o = off[l, wcol]
+        M = theta[o : o + sizes[l] * sizes[l + 1]].reshape((sizes[l], sizes[l + 1]))
+        o = off[l, bcol]
+        bias = theta[o : o + sizes[l + 1]]
+        k = 2.0 if (doubled and l < L - 1) else 1.0
+        out = layer(act, hcum, n, l)
+        if l == 0:
+            affine(X, M, out, k)
+        else:
+            affine(layer(act, hcum, n, l - 1), M, out, k)
+        H = sizes[l + 1]
+        use_mask = mask.size > 0
+        m = layer(mask, hcum, n, l) if use_mask else out
+        for r in range(n):
+            for j in range(H):
+                a = activate(out[r, j] + bias[j], kind)
+                if use_mask:
+                    a *= m[r, j]
+                out[r, j] = a * scale
+
+
+@njit(cache=True)
+def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
+    """`Z [n, C] = sum_l v^l @ U^l + d` (overwrites `Z`)."""
+    L = sizes.shape[0] - 1
+    d = theta[off[L, 1] : off[L, 1] + n_classes]
+    for r in range(n):
+        for k in range(n_classes):
+            Z[r, k] = d[k]
+    for l in range(L):
+        V = layer(act, hcum, n, l)
+        U = label_weights(theta, off, sizes, l, n_classes)
+        for r in range(n):
+            for j in range(sizes[l + 1]):
+                a = V[r, j]
+                if a != 0.0:
+                    for k in range(n_classes):
+                        Z[r, k] += a * U[j, k]
+
+
+@njit(cache=True)
+def joint_proba(act, n, theta, off, sizes, hcum, n_classes, P):
+    """The joint predictor `P [n, C] = softmax(sum_l v^l @ U^l + d)` (paper eq. 6)."""
+    joint_logits(act, n, theta, off, sizes, hcum, n_classes, P)
+    softmax_rows(P)
+
+
+# --------------------------------------------------------------------------- gradients
+
+
+@njit(cache=True)
+def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
+    """Local pre-activation gradient of the recognition objective, added into `delta`.
+
+    Loss per row `r`, weighted by `wrow[r]`: for sigmoid units the KL / cross-entropy of
+    paper eq. 11 `-sum mu log v + (1 - mu) log(1 - v)`, whose gradient with respect to the
+    pre-activation is `v - mu`; for ReLU units the squared error `(v - mu)^2 / 2`, gradient
+    `(v - mu) 1[v > 0]`. Dropped units (mask 0) contribute nothing. `act, mu, delta` flat.
+    """
+    use_mask = mask.size > 0
+    for r in range(n):
+        w = wrow[r]
+        if w == 0.0:
+            continue
+        for l in range(hcum.shape[0] - 1):
+            base = n * hcum[l]
+            H = hcum[l + 1] - hcum[l]
+            for j in range(H):
+                idx = base + r * H + j
+                v = act[idx]
+                g = v - mu[idx]
+                if kind == RELU and v <= 0.0:
+                    g = 0.0
+                if use_mask:
+                    g *= mask[idx]
+                delta[idx] += w * g
+
+
+@njit(cache=True)
+def discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, n_classes, kind, mask,
+                         delta, grad):
+    """Gradient of `sum_r wrow[r] * (-sum_k T[r, k] log P[r, k])`, `P` the joint predictor.
+
+    `T [n, C]` are targets summing to 1 per row (one-hot, or soft proxy labels), `P [n, C]`
+    the predictor's output for `act`. Accumulates `dU^l = v^l^T G`, `dd = sum_r G[r]` into
+    `grad` (`G = wrow (P - T)`) and adds the back-propagated `(G U^l^T) * phi'(v^l) * mask`
+    into `delta` (pre-activation of every layer; pass it on with `net_backward`).
+    """
+    L = sizes.shape[0] - 1
+    G = np.empty((n, n_classes))
+    for r in range(n):
+        for k in range(n_classes):
+            G[r, k] = wrow[r] * (P[r, k] - T[r, k])
+    gd = grad[off[L, 1] : off[L, 1] + n_classes]
+    for r in range(n):
+        for k in range(n_classes):
+            gd[k] += G[r, k]
+    use_mask = mask.size > 0
+    for l in range(L):
+        V = layer(act, hcum, n, l)
+        Dl = layer(delta, hcum, n, l)
+        U = label_weights(theta, off, sizes, l, n_classes)
+        gU = label_weights(grad, off, sizes, l, n_classes)
+        Ml = layer(mask, hcum, n, l) if use_mask else V
+        for r in range(n):
+            if wrow[r] == 0.0:
+                continue
+            for j in range(sizes[l + 1]):
+                a = V[r, j]
+                s = 0.0
+                for k in range(n_classes):
+                    gU[j, k] += a * G[r, k]
+                    s += G[r, k] * U[j, k]
+                g = s * derivative(a, kind)
+                if use_mask:
+                    g *= Ml[r, j]
+                Dl[r, j] += g
+
+
+@njit(cache=True)
+def net_backward(X, act, delta, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, grad):
+    """Back-propagate pre-activation deltas through the network of `forward_net` (same
+    `wcol, bcol, doubled, kind, mask`, `scale` 1), accumulating its weight and bias gradients.
+
+    `delta` (flat like `act`) holds each layer's LOCAL gradient with respect to its
+    pre-activation; from the top down, layer `l`'s total delta gives
+    `grad[M^l] += k_l * v^{l-1}^T delta^l`, `grad[m^l] += sum_r delta^l`, and is passed down as
+    `delta^{l-1} += k_l (delta^l M^l^T) * phi'(v^{l-1}) * mask^{l-1}`. `delta` is modified.
+    """
+    n = X.shape[0]
+    L = sizes.shape[0] - 1
+    use_mask = mask.size > 0
+    for l in range(L - 1, -1, -1):
+        k = 2.0 if (doubled and l < L - 1) else 1.0
+        D = layer(delta, hcum, n, l)
+        M = matrix(theta, off, sizes, l, wcol)
+        gM = matrix(grad, off, sizes, l, wcol)
+        gm = vector(grad, off, sizes, l, bcol)
+        below = X if l == 0 else layer(act, hcum, n, l - 1)
+        H = sizes[l + 1]
+        P = sizes[l]
+        for r in range(n):
+            for j in range(H):
+                gm[j] += D[r, j]
+            for i in range(P):
+                a = k * below[r, i]
+                if a != 0.0:
+                    for j in range(H):
+                        gM[i, j] += a * D[r, j]
+        if l > 0:
+            Db = layer(delta, hcum, n, l - 1)
+            Mb = layer(mask, hcum, n, l - 1) if use_mask else below
+            for r in range(n):
+                for i in range(P):
+                    s = 0.0
+                    for j in range(H):
+                        s += D[r, j] * M[i, j]
+                    g = k * s * derivative(below[r, i], kind)
+                    if use_mask:
+                        g *= Mb[r, i]
+                    Db[r, i] += g
+
+
+@njit(cache=True)
+def sgd_step(theta, grad, lr):
+    """`theta -= lr * grad`, then zero `grad`."""
+    for i in range(theta.shape[0]):
+        theta[i] -= lr * grad[i]
+        grad[i] = 0.0
+
+
+@njit(cache=True)
+def mean_field_input(below, above, T, theta, off, sizes, l, n_classes, z):
+    """Pre-activation of hidden layer `l` in the joint model (paper eqs. 3-4, with biases):
+    `z [n, H_l] = below @ W^l + above @ (W^{l+1})^T + T @ (U^l)^T + b^l`.
+
+    `below [n, H_{l-1}]`; `above [n, H_{l+1}]` (ignored when `l` is the top layer); `T [n, C]`
+    label activities (ignored when it has no columns). Overwrites `z`.
+    """
+    L = sizes.shape[0] - 1
+    affine(below, matrix(theta, off, sizes, l, COL_W), z, 1.0)
+    if l < L - 1:
+        add_transposed(above, matrix(theta, off, sizes, l + 1, COL_W), z)
+    if T.shape[1] > 0:
+        add_transposed(T, label_weights(theta, off, sizes, l, n_classes), z)
+    b = vector(theta, off, sizes, l, COL_B)
+    n, H = z.shape
+    for r in range(n):
+        for j in range(H):
+            z[r, j] += b[j]
