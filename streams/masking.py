@@ -1,0 +1,271 @@
+"""Semi-supervised label masking: which instances of a stream keep their label."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from river import base
+from river.datasets import base as datasets_base
+
+__all__ = ["LabelMask", "LabeledOnly"]
+
+# The mask is drawn in blocks of this many instances (rounded up to whole label batches), so it
+# depends only on the seed, never on how the caller chunks the stream.
+_MASK_BLOCK = 4096
+
+
+class LabelMask(datasets_base.SyntheticDataset):
+    """Hide most labels of a stream from the learner, keep them all for the evaluator.
+
+    Iterating yields `(x, y, {"labeled": bool})` triples: `y` is always the true label, and the
+    third element tells the learner whether it may use it. River's
+    `evaluate.progressive_val_score` forwards that dict as keyword arguments to the model, so it
+    scores every prediction against the true label while a learner whose `learn_one` accepts
+    `labeled` (`learn_one(x, y=None, labeled=True)`) learns only the kept labels.
+
+    Parameters
+    ----------
+    dataset
+        The stream to mask: a River dataset yielding `(x, y)` pairs that also has
+        `iter_arrays(chunk_size)` yielding `(X, y)` blocks (every stream of this package).
+    label_ratio
+        Expected share of labeled instances, in [0, 1].
+    batch_size
+        `None`: each instance keeps its label with probability `label_ratio`, independently.
+        An int `k >= 1`: each consecutive block of `k` instances (counted from the first one)
+        draws its own ratio uniformly from `[0, 2 * label_ratio]` and labels that share of the
+        block (see Notes), so some blocks are fully unlabeled.
+    seed
+        Seed of the mask. Iterating twice over the same object yields the same mask; `None`
+        draws a fresh seed once, when the object is created.
+
+    Attributes
+    ----------
+    ratio_range
+        The interval `(low, high)` from which each batch's ratio is drawn (`None` without
+        batches).
+
+    Examples
+    --------
+
+    >>> from river import evaluate, metrics, naive_bayes
+    >>> import streams
+    >>> from streams.masking import LabelMask, LabeledOnly
+
+    >>> dataset = LabelMask(
+    ...     streams.LEDDrift(seed=1, noise_percentage=10, n_drift_features=4),
+    ...     label_ratio=0.1,
+    ...     batch_size=20,
+    ...     seed=42,
+    ... )
+
+    >>> for x, y, kwargs in dataset.take(3):
+    ...     print(len(x), y, kwargs)
+    24 5 {'labeled': False}
+    24 9 {'labeled': False}
+    24 2 {'labeled': False}
+
+    Every prediction is scored against the true label, while the model learns only the kept
+    labels (`LabeledOnly` lets a supervised River model take the `labeled` keyword):
+
+    >>> model = LabeledOnly(naive_bayes.BernoulliNB())
+    >>> evaluate.progressive_val_score(dataset.take(2000), model, metrics.Accuracy())
+    Accuracy: 55.64%
+    >>> sum(model.classifier.class_counts.values())
+    192
+
+    The array path gives the same mask, whatever the chunk size:
+
+    >>> X, y, labeled = next(dataset.iter_arrays(chunk_size=2000))
+    >>> X.shape, int(labeled.sum())
+    ((2000, 24), 192)
+
+    >>> dataset.moa_cli()
+    'generators.LEDGeneratorDrift -i 1 -n 10 -d 4'
+
+    Notes
+    -----
+    How a batch's ratio `r` becomes labels: the batch gets `n = floor(r * k + u)` labels, `u`
+    uniform in [0, 1) (stochastic rounding, so `E[n] = r * k` exactly for every `k`), placed
+    at `n` positions drawn at random without replacement. The batch's observed ratio is thus
+    within `1 / k` of its drawn ratio, and the overall ratio is `label_ratio` in expectation.
+    With `k = 20` and `label_ratio = 0.1`, 1/8 of the batches have no label at all.
+    When `label_ratio > 0.5` the interval `[0, 2 * label_ratio]` would leave [0, 1]; the
+    ratio is then drawn from `[2 * label_ratio - 1, 1]`, the widest interval inside [0, 1]
+    centred on `label_ratio`, so the mean stays `label_ratio`.
+
+    Batches are aligned with the stream's first instance, so they coincide with the
+    mini-batches of a learner that buffers `k` instances from the start.
+
+    The mask comes from its own `numpy.random.Generator`, drawn in fixed blocks, so the dict
+    path and `iter_arrays` give the same mask for every chunk size. Negative seeds are
+    reduced modulo 2**64.
+
+    River's `progressive_val_score` passes the keyword dict to `predict_one` (hence
+    `predict_proba_one`) and to `learn_one` of the model, including a plain River model and
+    the last step of a `compose.Pipeline` (whose `predict_one` accepts `**kwargs`). A River
+    classifier whose methods do not accept `labeled` therefore raises `TypeError`; wrap it in
+    `LabeledOnly`, which learns only the labeled instances and ignores the keyword elsewhere.
+
+    References
+    ----------
+    [^1]: Ororbia II, A. G., Giles, C. L., & Reitter, D. (2016). Online semi-supervised learning
+    with deep hybrid Boltzmann machines and denoising autoencoders. ICLR workshop.
+
+    """
+
+    def __init__(
+        self,
+        dataset,
+        label_ratio: float = 0.1,
+        batch_size: int | None = None,
+        seed: int | None = None,
+    ):
+        if not all(callable(getattr(dataset, name, None)) for name in ("__iter__", "iter_arrays")):
+            raise ValueError(
+                f"Invalid dataset ({dataset!r}). Must be a stream with `__iter__` and "
+                "`iter_arrays(chunk_size)`"
+            )
+        if (
+            isinstance(label_ratio, bool)
+            or not isinstance(label_ratio, numbers.Real)
+            or not 0.0 <= label_ratio <= 1.0
+        ):
+            raise ValueError(f"Invalid label_ratio ({label_ratio}). Valid range is [0, 1]")
+        if batch_size is not None and (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, numbers.Integral)
+            or batch_size < 1
+        ):
+            raise ValueError(f"Invalid batch_size ({batch_size}). Must be None or an int >= 1")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise ValueError(f"Invalid seed ({seed}). Must be None or an int")
+
+        super().__init__(
+            task=getattr(dataset, "task", datasets_base.MULTI_CLF),
+            n_features=getattr(dataset, "n_features", None),
+            n_samples=getattr(dataset, "n_samples", None),
+            n_classes=getattr(dataset, "n_classes", None),
+        )
+        self.dataset = dataset
+        self.label_ratio = label_ratio
+        self.batch_size = batch_size
+        self.seed = seed
+
+        # One seed per object: iterating twice repeats the mask, two objects differ.
+        self._seed = np.random.SeedSequence().entropy if seed is None else int(seed) % 2**64
+        if batch_size is None:
+            self.ratio_range = None
+        else:
+            half_width = min(label_ratio, 1.0 - label_ratio)
+            self.ratio_range = (label_ratio - half_width, label_ratio + half_width)
+
+    @property
+    def moa_cli(self):
+        """The wrapped stream's `moa_cli` (absent when the wrapped stream has none)."""
+        return self.dataset.moa_cli
+
+    def _mask_blocks(self):
+        """Infinite sequence of boolean mask blocks, a function of the seed alone."""
+        rng = np.random.default_rng(self._seed)
+        p = float(self.label_ratio)
+        if self.batch_size is None:
+            while True:
+                yield rng.random(_MASK_BLOCK) < p
+
+        k = int(self.batch_size)
+        low, high = self.ratio_range
+        n_batches = max(1, _MASK_BLOCK // k)
+        while True:
+            ratios = low + (high - low) * rng.random(n_batches)
+            counts = np.floor(ratios * k + rng.random(n_batches))
+            # Rank of each position among random keys = a random permutation per batch; the
+            # `count` lowest ranks are the labeled positions.
+            ranks = rng.random((n_batches, k)).argsort(axis=1).argsort(axis=1)
+            yield (ranks < counts[:, None]).ravel()
+
+    def __iter__(self):
+        flags = (flag for block in self._mask_blocks() for flag in block.tolist())
+        for (x, y), labeled in zip(self.dataset, flags):
+            yield x, y, {"labeled": labeled}
+
+    def iter_arrays(self, chunk_size: int = 1000):
+        """The masked stream as blocks `(X, y, labeled)`.
+
+        `X` and `y` are the wrapped stream's blocks, `labeled` a boolean array of the same
+        length; the mask equals the dict path's, whatever `chunk_size`.
+
+        Parameters
+        ----------
+        chunk_size
+            Number of instances per block, passed to the wrapped stream.
+
+        """
+        blocks = self._mask_blocks()
+        pending = np.empty(0, dtype=bool)
+        for X, y in self.dataset.iter_arrays(chunk_size=chunk_size):
+            n = len(y)
+            if len(pending) < n:
+                needed = [pending]
+                have = len(pending)
+                while have < n:
+                    needed.append(next(blocks))
+                    have += len(needed[-1])
+                pending = np.concatenate(needed)
+            labeled, pending = pending[:n], pending[n:]
+            yield X, y, labeled
+
+
+class LabeledOnly(base.Wrapper, base.Classifier):
+    """Let a supervised River classifier run on a `LabelMask` stream.
+
+    It learns only the instances whose label is kept (`labeled=True`) and accepts, and ignores,
+    the `labeled` keyword that `evaluate.progressive_val_score` also passes to predictions.
+
+    Parameters
+    ----------
+    classifier
+        Any River classifier.
+
+    Examples
+    --------
+
+    >>> from river import naive_bayes
+    >>> model = LabeledOnly(naive_bayes.GaussianNB())
+    >>> model.learn_one({"a": 1.0}, 1, labeled=False)
+    >>> model.predict_proba_one({"a": 1.0}, labeled=False)
+    {}
+    >>> model.learn_one({"a": 1.0}, 1, labeled=True)
+    >>> model.predict_one({"a": 1.0}, labeled=True)
+    1
+
+    """
+
+    def __init__(self, classifier: base.Classifier):
+        self.classifier = classifier
+
+    @property
+    def _wrapped_model(self):
+        return self.classifier
+
+    @property
+    def _multiclass(self):
+        return self.classifier._multiclass
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river import naive_bayes
+
+        yield {"classifier": naive_bayes.GaussianNB()}
+
+    def learn_one(self, x, y=None, labeled: bool = True, **kwargs):
+        # Other keywords (e.g. a sample weight `w`) go to the classifier.
+        if labeled and y is not None:
+            self.classifier.learn_one(x, y, **kwargs)
+
+    def predict_proba_one(self, x, **kwargs):
+        return self.classifier.predict_proba_one(x)
+
+    def predict_one(self, x, **kwargs):
+        return self.classifier.predict_one(x)
