@@ -1,0 +1,226 @@
+"""Speed of the streams' array path against MOA's own generators, measured in one run.
+
+Run it with `python -m evaluation.bench.streams [n_instances] [repeats]`; it prints a markdown
+table of instances per second (median over the repeats) and the speed ratio ours / MOA.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import streams
+
+__all__ = ["bench_streams", "format_table", "moa_jar"]
+
+JAVA_SOURCE = pathlib.Path(__file__).with_name("MoaStreamBench.java")
+
+# (label, factory) of the streams the issue names: MOA's `-n 10 -d 4` and `-n -d 10`.
+STREAMS = (
+    (
+        "LEDDrift(noise_percentage=10, n_drift_features=4)",
+        lambda: streams.LEDDrift(noise_percentage=10, n_drift_features=4),
+    ),
+    (
+        "WaveformDrift(has_noise=True, n_drift_features=10)",
+        lambda: streams.WaveformDrift(has_noise=True, n_drift_features=10),
+    ),
+)
+
+
+def moa_jar() -> pathlib.Path | None:
+    """The `moa.jar` bundled with capymoa, found without importing capymoa (which starts a JVM)."""
+    spec = importlib.util.find_spec("capymoa")
+    if spec is None or spec.origin is None:
+        return None
+    jar = pathlib.Path(spec.origin).parent / "jar" / "moa.jar"
+    return jar if jar.is_file() else None
+
+
+def _rate(n_instances: int, seconds: list[float]) -> float:
+    return n_instances / statistics.median(seconds)
+
+
+def time_array_path(stream, n_instances: int, repeats: int, chunk_size: int) -> dict:
+    """Wall time to draw `n_instances` through `stream.iter_arrays(chunk_size)`, per repeat.
+
+    A first block is drawn before timing so Numba's compile (or cache load) is excluded.
+
+    """
+    next(stream.iter_arrays(chunk_size=chunk_size))
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        n_drawn = 0
+        for _, y in stream.iter_arrays(chunk_size=chunk_size):
+            n_drawn += len(y)
+            if n_drawn >= n_instances:
+                break
+        seconds.append(time.perf_counter() - start)
+    return {"n_instances": n_drawn, "seconds": seconds}
+
+
+def time_moa_javac(clis: list[str], n_instances: int, repeats: int, warmup: int) -> list[dict]:
+    """Compile `MoaStreamBench.java` against moa.jar in a temp dir and run it with `java`."""
+    jar = moa_jar()
+    with tempfile.TemporaryDirectory(prefix="moa_bench_") as tmp:
+        subprocess.run(
+            [shutil.which("javac"), "-nowarn", "-cp", str(jar), "-d", tmp, str(JAVA_SOURCE)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        done = subprocess.run(
+            [shutil.which("java"), "-cp", f"{jar}{os.pathsep}{tmp}", "MoaStreamBench"]
+            + [str(n_instances), str(repeats), str(warmup), *clis],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def time_moa_jpype(clis: list[str], n_instances: int, repeats: int, warmup: int) -> list[dict]:
+    """Time MOA's `MeasureStreamSpeed` task (a pure Java loop) through capymoa's JVM.
+
+    Used when `javac` is missing. The wall time around `doTask()` includes the stream's
+    `prepareForUse()` (negligible) and one JPype call per repeat.
+
+    """
+    import capymoa  # noqa: F401  (starts the JVM with moa.jar on the class path)
+    from jpype import JClass
+
+    class_option, task_type = JClass("moa.options.ClassOption"), JClass("moa.tasks.Task")
+
+    def run(cli, n):
+        task = class_option.cliStringToObject(f"MeasureStreamSpeed -s ({cli}) -g {n}", task_type, None)
+        task.prepareForUse()
+        start = time.perf_counter()
+        task.doTask()
+        return time.perf_counter() - start
+
+    results = []
+    for cli in clis:
+        run(cli, warmup)
+        seconds = [run(cli, n_instances) for _ in range(repeats)]
+        results.append({"cli": cli, "n_instances": n_instances, "seconds": seconds})
+    return results
+
+
+def time_moa(clis: list[str], n_instances: int, repeats: int, warmup: int) -> tuple[str, list | str]:
+    """(method, per-stream timings) or (method, reason) when MOA cannot be run."""
+    if moa_jar() is None:
+        return "MOA", "unavailable: capymoa (moa.jar) is not installed"
+    if shutil.which("java") is None:
+        return "MOA", "unavailable: no java on PATH"
+    try:
+        if shutil.which("javac") is not None:
+            return "MOA (Java loop, javac)", time_moa_javac(clis, n_instances, repeats, warmup)
+        return "MOA (MeasureStreamSpeed via capymoa)", time_moa_jpype(
+            clis, n_instances, repeats, warmup
+        )
+    except (OSError, subprocess.CalledProcessError, ImportError, RuntimeError, ValueError) as error:
+        detail = getattr(error, "stderr", None) or str(error)
+        return "MOA", f"unavailable: {detail.strip().splitlines()[-1] if detail.strip() else error}"
+
+
+def bench_streams(
+    n_instances: int = 200_000,
+    repeats: int = 5,
+    chunk_size: int = 1000,
+    warmup: int | None = None,
+    moa: bool = True,
+) -> list[dict]:
+    """Instances per second of our array path and of MOA, for the paper's two streams.
+
+    Parameters
+    ----------
+    n_instances
+        Instances drawn per timed repeat.
+    repeats
+        Timed repeats; the median time is reported.
+    chunk_size
+        Block size of the array path.
+    warmup
+        Instances MOA draws before timing, for the JIT (default: `n_instances`).
+    moa
+        Whether to time MOA too.
+
+    Returns
+    -------
+    One row per (stream, implementation): `stream`, `implementation`, `instances_per_s`
+    (median; `None` if unavailable), `ratio` (our speed over MOA's; 1.0 on MOA's row, `None`
+    without MOA), `n_instances`, `seconds` (every repeat) and `detail` (MOA command line or
+    why MOA is unavailable).
+
+    """
+    if n_instances < 1 or repeats < 1:
+        raise ValueError(f"Invalid n_instances ({n_instances}) or repeats ({repeats}). Must be >= 1")
+    made = [(label, factory()) for label, factory in STREAMS]
+    ours = [time_array_path(stream, n_instances, repeats, chunk_size) for _, stream in made]
+    clis = [stream.moa_cli() for _, stream in made]
+    if moa:
+        method, theirs = time_moa(clis, n_instances, repeats, warmup or n_instances)
+    else:
+        method, theirs = "MOA", "not measured (moa=False)"
+
+    rows = []
+    for i, (label, _) in enumerate(made):
+        our_rate = _rate(ours[i]["n_instances"], ours[i]["seconds"])
+        moa_rate = None if isinstance(theirs, str) else _rate(theirs[i]["n_instances"], theirs[i]["seconds"])
+        rows.append(
+            {
+                "stream": label,
+                "implementation": f"river-dhbm array path (chunk_size={chunk_size})",
+                "instances_per_s": our_rate,
+                "ratio": None if moa_rate is None else our_rate / moa_rate,
+                "n_instances": ours[i]["n_instances"],
+                "seconds": ours[i]["seconds"],
+                "detail": "",
+            }
+        )
+        rows.append(
+            {
+                "stream": label,
+                "implementation": method,
+                "instances_per_s": moa_rate,
+                "ratio": None if moa_rate is None else 1.0,
+                "n_instances": None if moa_rate is None else theirs[i]["n_instances"],
+                "seconds": [] if moa_rate is None else theirs[i]["seconds"],
+                "detail": clis[i] if moa_rate is not None else theirs,
+            }
+        )
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Markdown table of `bench_streams` rows."""
+    lines = [
+        "| stream | implementation | instances/s (median) | ratio ours/MOA |",
+        "|---|---|---:|---:|",
+    ]
+    for row in rows:
+        rate = row["instances_per_s"]
+        rate = (row.get("detail") or "unavailable") if rate is None else f"{rate:,.0f}"
+        ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}"
+        lines.append(f"| {row['stream']} | {row['implementation']} | {rate} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    n_instances = int(argv[0]) if argv else 200_000
+    repeats = int(argv[1]) if len(argv) > 1 else 5
+    print(format_table(bench_streams(n_instances=n_instances, repeats=repeats)))
+
+
+if __name__ == "__main__":
+    main()
