@@ -50,19 +50,23 @@ def test_rows_with_moa():
         assert moa["instances_per_s"] > 0 and len(moa["seconds"]) == 2, moa["detail"]
         assert moa["n_instances"] == n and moa["ratio"] == 1.0
         assert mine["ratio"] == pytest.approx(mine["instances_per_s"] / moa["instances_per_s"])
-    assert theirs[0]["detail"] == bench.streams.LEDDrift(noise_percentage=10, n_drift_features=4).moa_cli()
+    led = bench.streams.LEDDrift(noise_percentage=10, n_drift_features=4)
+    assert theirs[0]["detail"] == led.moa_cli()
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(java_missing, reason="needs java and capymoa's moa.jar")
 def test_jpype_fallback_without_javac(monkeypatch):
     which = shutil.which
-    monkeypatch.setattr(bench.shutil, "which", lambda name: None if name == "javac" else which(name))
+    no_javac = lambda name: None if name == "javac" else which(name)  # noqa: E731
+    monkeypatch.setattr(bench.shutil, "which", no_javac)
     rows = bench.bench_streams(n_instances=2000, repeats=2)
     _, theirs = check_shape(rows)
     assert all("capymoa" in row["implementation"] and row["instances_per_s"] > 0 for row in theirs)
 
 
 def test_invalid_arguments():
-    with pytest.raises(ValueError, match="n_instances"):
+    with pytest.raises(ValueError, match=r"n_instances \(0\)\. Must be >= 1"):
         bench.bench_streams(n_instances=0)
+    with pytest.raises(ValueError, match=r"repeats \(0\)\. Must be >= 1"):
+        bench.bench_streams(repeats=0)

@@ -169,7 +169,8 @@ def test_reproducible(batch_size):
     first = masks(dataset, 5000)
     assert np.array_equal(first, masks(dataset, 5000))
     assert np.array_equal(first, masks(LabelMask(CounterStream(), 0.1, batch_size, seed=11), 5000))
-    assert not np.array_equal(first, masks(LabelMask(CounterStream(), 0.1, batch_size, seed=12), 5000))
+    other = LabelMask(CounterStream(), 0.1, batch_size, seed=12)
+    assert not np.array_equal(first, masks(other, 5000))
 
 
 def test_unseeded_repeats_per_object_and_differs_between_objects():
@@ -269,7 +270,9 @@ def test_plain_river_model_needs_labeled_only():
     # step of a pipeline), so a plain classifier raises; LabeledOnly makes it usable.
     dataset = LabelMask(CounterStream(), 0.1, seed=1)
     with pytest.raises(TypeError, match="labeled"):
-        evaluate.progressive_val_score(dataset.take(50), naive_bayes.GaussianNB(), metrics.Accuracy())
+        evaluate.progressive_val_score(
+            dataset.take(50), naive_bayes.GaussianNB(), metrics.Accuracy()
+        )
     with pytest.raises(TypeError, match="labeled"):
         evaluate.progressive_val_score(
             dataset.take(50),

@@ -101,7 +101,8 @@ def time_moa_jpype(clis: list[str], n_instances: int, repeats: int, warmup: int)
     class_option, task_type = JClass("moa.options.ClassOption"), JClass("moa.tasks.Task")
 
     def run(cli, n):
-        task = class_option.cliStringToObject(f"MeasureStreamSpeed -s ({cli}) -g {n}", task_type, None)
+        task_cli = f"MeasureStreamSpeed -s ({cli}) -g {n}"
+        task = class_option.cliStringToObject(task_cli, task_type, None)
         task.prepareForUse()
         start = time.perf_counter()
         task.doTask()
@@ -115,7 +116,7 @@ def time_moa_jpype(clis: list[str], n_instances: int, repeats: int, warmup: int)
     return results
 
 
-def time_moa(clis: list[str], n_instances: int, repeats: int, warmup: int) -> tuple[str, list | str]:
+def time_moa(clis: list[str], n_instances: int, repeats: int, warmup: int) -> tuple[str, object]:
     """(method, per-stream timings) or (method, reason) when MOA cannot be run."""
     if moa_jar() is None:
         return "MOA", "unavailable: capymoa (moa.jar) is not installed"
@@ -162,8 +163,9 @@ def bench_streams(
     why MOA is unavailable).
 
     """
-    if n_instances < 1 or repeats < 1:
-        raise ValueError(f"Invalid n_instances ({n_instances}) or repeats ({repeats}). Must be >= 1")
+    for name, value in (("n_instances", n_instances), ("repeats", repeats)):
+        if value < 1:
+            raise ValueError(f"Invalid {name} ({value}). Must be >= 1")
     made = [(label, factory()) for label, factory in STREAMS]
     ours = [time_array_path(stream, n_instances, repeats, chunk_size) for _, stream in made]
     clis = [stream.moa_cli() for _, stream in made]
@@ -175,7 +177,9 @@ def bench_streams(
     rows = []
     for i, (label, _) in enumerate(made):
         our_rate = _rate(ours[i]["n_instances"], ours[i]["seconds"])
-        moa_rate = None if isinstance(theirs, str) else _rate(theirs[i]["n_instances"], theirs[i]["seconds"])
+        moa_rate = None
+        if not isinstance(theirs, str):
+            moa_rate = _rate(theirs[i]["n_instances"], theirs[i]["seconds"])
         rows.append(
             {
                 "stream": label,
