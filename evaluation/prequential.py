@@ -8,59 +8,58 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from scipy.signal import lfilter
 
 __all__ = ["PrequentialResult", "prequential", "takes_unlabeled"]
 
 
-@njit(cache=True)
-def _fold_losses(losses, alpha, step, state, positions, faded, errors, n_recorded):
-    """Fold 0-1 losses into the faded and cumulative error, recording every `step` instances.
-
-    `state` float64 [4] = (faded loss sum, faded weight sum, error count, position), updated in
-    place; the curve arrays are filled from index `n_recorded`, whose new value is returned.
-    """
-    loss_sum, weight_sum, n_errors, position = state[0], state[1], state[2], state[3]
-    for k in range(losses.shape[0]):
-        loss_sum = alpha * loss_sum + losses[k]
-        weight_sum = alpha * weight_sum + 1.0
-        n_errors += losses[k]
-        position += 1.0
-        if int(position) % step == 0:
-            positions[n_recorded] = int(position)
-            faded[n_recorded] = loss_sum / weight_sum
-            errors[n_recorded] = n_errors / position
-            n_recorded += 1
-    state[0], state[1], state[2], state[3] = loss_sum, weight_sum, n_errors, position
-    return n_recorded
-
-
 class _Curve:
-    """Running faded/cumulative error with the recorded curve (eq. 18 of the paper)."""
+    """Running faded and cumulative error with the recorded curve (eq. 18 of the paper).
+
+    The faded sums follow `S_i = alpha S_(i-1) + L_i` and `W_i = alpha W_(i-1) + 1`, the error
+    being `S_i / W_i`; a block of losses is folded in at once by `scipy.signal.lfilter`, which
+    runs exactly that recursion in C (same operations, same rounding as one update at a time).
+    """
 
     def __init__(self, n_instances: int, step: int, fading_factor: float):
         n_points = n_instances // step + (n_instances % step != 0)
         self.step = step
         self.alpha = float(fading_factor)
-        self.state = np.zeros(4)
+        self.loss_sum = self.weight_sum = 0.0
+        self.n_errors = 0.0
+        self.position = 0
         self.positions = np.zeros(n_points, dtype=np.int64)
         self.faded = np.zeros(n_points)
         self.errors = np.zeros(n_points)
         self.n_recorded = 0
 
     def fold(self, losses: np.ndarray) -> None:
-        self.n_recorded = _fold_losses(
-            losses, self.alpha, self.step, self.state,
-            self.positions, self.faded, self.errors, self.n_recorded,
-        )
+        m = len(losses)
+        if m == 0:
+            return
+        den = [1.0, -self.alpha]
+        S = lfilter([1.0], den, losses, zi=[self.alpha * self.loss_sum])[0]
+        W = lfilter([1.0], den, np.ones(m), zi=[self.alpha * self.weight_sum])[0]
+        first = self.step - self.position % self.step - 1  # index of the first recorded row
+        at = np.arange(first, m, self.step)
+        if len(at):
+            k = self.n_recorded
+            self.positions[k : k + len(at)] = self.position + at + 1
+            self.faded[k : k + len(at)] = S[at] / W[at]
+            self.errors[k : k + len(at)] = (self.n_errors + np.cumsum(losses)[at]) / (
+                self.position + at + 1
+            )
+            self.n_recorded += len(at)
+        self.loss_sum, self.weight_sum = float(S[-1]), float(W[-1])
+        self.n_errors += float(losses.sum())
+        self.position += m
 
     def finish(self) -> None:
         """Record the last position when the run does not end on a multiple of `step`."""
-        position = int(self.state[3])
-        if position and (self.n_recorded == 0 or self.positions[self.n_recorded - 1] != position):
-            self.positions[self.n_recorded] = position
-            self.faded[self.n_recorded] = self.state[0] / self.state[1]
-            self.errors[self.n_recorded] = self.state[2] / position
+        if self.position and self.position % self.step:
+            self.positions[self.n_recorded] = self.position
+            self.faded[self.n_recorded] = self.loss_sum / self.weight_sum
+            self.errors[self.n_recorded] = self.n_errors / self.position
             self.n_recorded += 1
 
 
@@ -138,7 +137,7 @@ def takes_unlabeled(model) -> bool:
 
 def _has_array_path(dataset, model) -> bool:
     return (
-        hasattr(dataset, "iter_arrays")
+        callable(getattr(dataset, "iter_arrays", None))
         and hasattr(model, "learn_arrays")
         and hasattr(model, "predict_proba_arrays")
         and hasattr(model, "classes_")
@@ -200,31 +199,49 @@ def _run_arrays(dataset, model, n_instances, batch_size, curve, progress) -> Non
     raise ValueError(f"The dataset ended after {done} instances, {n_instances} were asked for")
 
 
+def _rows(dataset, chunk_size: int):
+    """`(x, y, labeled)` rows. From the stream's numpy blocks when it has them (much cheaper
+    than its dict path; features are the columns 0..d-1, as in the dict path), else from
+    iterating it (a plain `(x, y)` stream counts as fully labeled)."""
+    if callable(getattr(dataset, "iter_arrays", None)):
+        for X, y, labeled in dataset.iter_arrays(chunk_size):
+            keys = range(X.shape[1])
+            for row, label, kept in zip(X.tolist(), y.tolist(), labeled.tolist()):
+                yield dict(zip(keys, row)), label, kept
+    else:
+        for x, y, *extra in dataset:
+            yield x, y, extra[0].get("labeled", True) if extra else True
+
+
 def _run_dicts(dataset, model, n_instances, batch_size, curve, progress) -> None:
     semi = takes_unlabeled(model)
     predict, learn = model.predict_one, model.learn_one
-    losses = np.empty(batch_size)
-    rows = iter(dataset)
-    done = 0
+    chunk_size = batch_size * max(1, 2000 // batch_size)
+    losses = np.empty(chunk_size)
+    rows = _rows(dataset, chunk_size)
+    done = n_pending = 0  # losses[:n_pending] are not folded into the curve yet
     while done < n_instances:
         batch = list(itertools.islice(rows, min(batch_size, n_instances - done)))
         if not batch:
+            curve.fold(losses[:n_pending])
             raise ValueError(
                 f"The dataset ended after {done} instances, {n_instances} were asked for"
             )
-        for i, (x, y, *_) in enumerate(batch):
+        for i, (x, y, _) in enumerate(batch, start=n_pending):
             y_pred = predict(x)
             losses[i] = 1.0 if y_pred is None or y_pred != y else 0.0
-        for x, y, *extra in batch:
-            labeled = extra[0].get("labeled", True) if extra else True
+        for x, y, labeled in batch:
             if semi:
                 learn(x, y if labeled else None, labeled=labeled)
             elif labeled:
                 learn(x, y)
-        curve.fold(losses[: len(batch)])
         done += len(batch)
-        if progress is not None:
-            progress(len(batch))
+        n_pending += len(batch)
+        if n_pending + batch_size > chunk_size or done == n_instances:
+            curve.fold(losses[:n_pending])
+            if progress is not None:
+                progress(n_pending)
+            n_pending = 0
 
 
 def prequential(
@@ -246,7 +263,8 @@ def prequential(
 
     When the dataset has `iter_arrays` (e.g. `streams.LabelMask`) and the model has the array
     path (`learn_arrays`, `predict_proba_arrays`, `classes_`), the loop runs on numpy blocks with
-    vectorised scoring; otherwise it falls back to River's dicts (`predict_one`/`learn_one`).
+    vectorised scoring; otherwise it falls back to River's dicts (`predict_one`/`learn_one`),
+    built from the stream's blocks when it has them (features are the columns `0..d-1`).
     Both loops give the same numbers.
 
     Parameters

@@ -28,6 +28,12 @@ class ToyMasked:
             yield self.X[s], self.y[s], self.labeled[s]
 
 
+class DictStream(ToyMasked):
+    """The same rows without the array path."""
+
+    iter_arrays = None
+
+
 class Listed:
     """Rows given literally: `(x, y, {"labeled": ...})`."""
 
@@ -177,18 +183,19 @@ def test_whole_batch_is_predicted_before_learning():
 
 
 def test_last_point_is_recorded_when_not_a_multiple_of_step():
-    result = prequential(ToyMasked(), naive_bayes.GaussianNB(), 2500, step=1000)
+    result = prequential(ToyMasked(), dummy.NoChangeClassifier(), 2500, step=1000)
     np.testing.assert_array_equal(result.positions, [1000, 2000, 2500])
 
 
 @pytest.mark.parametrize("alpha", [0.995, 0.9])
-def test_agrees_with_progressive_val_score(alpha):
-    dataset = ToyMasked(n=3000)
-    result = prequential(dataset, naive_bayes.GaussianNB(), 3000, batch_size=1,
-                         fading_factor=alpha, step=500)
+@pytest.mark.parametrize("rows", [ToyMasked, DictStream])
+def test_agrees_with_progressive_val_score(alpha, rows):
+    dataset = ToyMasked(n=1000, label_ratio=0.2)
+    result = prequential(rows(n=1000, label_ratio=0.2), naive_bayes.GaussianNB(), 1000,
+                         batch_size=1, fading_factor=alpha, step=200)
     metric = PrequentialError(fading_factor=alpha)
     checkpoints = evaluate.iter_progressive_val_score(
-        dataset, LabeledOnly(naive_bayes.GaussianNB()), metric, step=500
+        dataset, LabeledOnly(naive_bayes.GaussianNB()), metric, step=200
     )
     faded = [state["PrequentialError"].get() for state in checkpoints]
     np.testing.assert_allclose(result.faded_error, faded, rtol=1e-12)
@@ -196,11 +203,12 @@ def test_agrees_with_progressive_val_score(alpha):
 
 
 @pytest.mark.parametrize("batch_size", [20, 7])
-def test_array_path_equals_dict_path(batch_size):
-    dataset = ToyMasked()
-    arrays = prequential(dataset, NearestCentroid(batch_size=20), 5990, batch_size=batch_size,
+@pytest.mark.parametrize("dict_rows", [ToyMasked, DictStream])
+def test_array_path_equals_dict_path(batch_size, dict_rows):
+    # dict_rows: the dict loop reads rows from the stream's blocks or from iterating it
+    arrays = prequential(ToyMasked(), NearestCentroid(batch_size=20), 5990, batch_size=batch_size,
                          step=250)
-    dicts = prequential(dataset, DictOnly(NearestCentroid(batch_size=20)), 5990,
+    dicts = prequential(dict_rows(), DictOnly(NearestCentroid(batch_size=20)), 5990,
                         batch_size=batch_size, step=250)
     assert (arrays.path, dicts.path) == ("arrays", "dicts")
     np.testing.assert_array_equal(arrays.positions, dicts.positions)
@@ -246,9 +254,32 @@ def test_progress_callback_counts_every_instance():
         ({"n_instances": 10, "batch_size": 0}, "batch_size"),
         ({"n_instances": 10, "step": -1}, "step"),
         ({"n_instances": 10, "fading_factor": 1.5}, "fading_factor"),
-        ({"n_instances": 10**6}, "ended after 6000"),
+        ({"n_instances": 150}, "ended after 100"),
     ],
 )
-def test_invalid_arguments(kwargs, match):
+@pytest.mark.parametrize("rows", [ToyMasked, DictStream])
+def test_invalid_arguments(kwargs, match, rows):
     with pytest.raises(ValueError, match=match):
-        prequential(ToyMasked(), naive_bayes.GaussianNB(), **kwargs)
+        prequential(rows(n=100), dummy.NoChangeClassifier(), **kwargs)
+
+
+@pytest.mark.parametrize("step", [1, 7, 100, 1000])
+def test_curve_is_independent_of_how_losses_are_split(step):
+    from evaluation.prequential import _Curve
+
+    rng = np.random.default_rng(3)
+    losses = (rng.random(1234) < 0.3).astype(float)
+    metric = PrequentialError(fading_factor=0.98)
+    expected = []
+    for i, loss in enumerate(losses, start=1):
+        metric.update(0, 1 if loss else 0)
+        if i % step == 0 or i == len(losses):
+            expected.append((i, metric.get(), losses[:i].mean()))
+    curve = _Curve(len(losses), step, 0.98)
+    cuts = np.sort(rng.choice(np.arange(1, len(losses)), 40, replace=False))
+    for part in np.split(losses, cuts):
+        curve.fold(part)
+    curve.finish()
+    got = list(zip(curve.positions, curve.faded, curve.errors))
+    assert [g[0] for g in got] == [e[0] for e in expected]
+    np.testing.assert_allclose([g[1:] for g in got], [e[1:] for e in expected], rtol=1e-12)
