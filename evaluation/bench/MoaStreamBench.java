@@ -1,4 +1,5 @@
 import com.yahoo.labs.samoa.instances.Instance;
+import java.lang.management.ManagementFactory;
 import moa.options.ClassOption;
 import moa.options.OptionHandler;
 import moa.streams.InstanceStream;
@@ -9,7 +10,9 @@ import moa.streams.InstanceStream;
  * Usage: java -cp moa.jar:. MoaStreamBench N REPEATS WARMUP CLI [CLI ...]
  * where each CLI is a MOA stream command line such as "generators.LEDGeneratorDrift -n 10 -d 4".
  * For each stream: WARMUP instances to let the JIT compile the hot path, then REPEATS timed runs
- * of N instances, each on a freshly built stream. Prints one JSON list on stdout.
+ * of N instances, each on a freshly built stream. Prints one JSON list on stdout with, per
+ * repeat, the wall time and the CPU time of the timing thread (as MOA's own MeasureStreamSpeed
+ * does; GC and JIT threads are not counted, which can only favour MOA).
  */
 public class MoaStreamBench {
 
@@ -30,6 +33,10 @@ public class MoaStreamBench {
         return checksum;
     }
 
+    static long threadCpuNanos() {
+        return ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+    }
+
     static String quote(String s) {
         return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
     }
@@ -43,18 +50,24 @@ public class MoaStreamBench {
             String cli = args[a];
             double checksum = draw(build(cli), warmup);
             StringBuilder seconds = new StringBuilder("[");
+            StringBuilder cpuSeconds = new StringBuilder("[");
             for (int r = 0; r < repeats; r++) {
                 InstanceStream stream = build(cli);
+                long cpuStart = threadCpuNanos();
                 long start = System.nanoTime();
                 checksum += draw(stream, n);
                 long stop = System.nanoTime();
+                long cpuStop = threadCpuNanos();
                 seconds.append(r == 0 ? "" : ", ").append((stop - start) * 1e-9);
+                cpuSeconds.append(r == 0 ? "" : ", ").append((cpuStop - cpuStart) * 1e-9);
             }
             seconds.append("]");
+            cpuSeconds.append("]");
             out.append(a == 3 ? "" : ", ")
                 .append("{\"cli\": ").append(quote(cli))
                 .append(", \"n_instances\": ").append(n)
                 .append(", \"seconds\": ").append(seconds)
+                .append(", \"cpu_seconds\": ").append(cpuSeconds)
                 .append(", \"checksum\": ").append(checksum).append("}");
         }
         System.out.println(out.append("]"));
