@@ -24,7 +24,11 @@ Conventions used by every function here:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
+
+# error_model="numpy": float division without Python's zero check, so loops vectorise.
+_JIT = dict(cache=True, error_model="numpy")
 
 SIGMOID = 0
 RELU = 1
@@ -87,7 +91,7 @@ def regrow_classes(theta: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarr
 # --------------------------------------------------------------------------- views
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def matrix(theta, off, sizes, l, col):
     """View `[H_{l-1}, H_l]` (`col` = COL_W or COL_R) or `[H_l, C]` (COL_U needs `C` via
     `label_weights`) of layer `l` of `theta`."""
@@ -95,21 +99,21 @@ def matrix(theta, off, sizes, l, col):
     return theta[o : o + sizes[l] * sizes[l + 1]].reshape((sizes[l], sizes[l + 1]))
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def vector(theta, off, sizes, l, col):
     """View `[H_l]` of the bias `col` (COL_B or COL_RB) of layer `l`."""
     o = off[l, col]
     return theta[o : o + sizes[l + 1]]
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def label_weights(theta, off, sizes, l, n_classes):
     """View `[H_l, C]` of `U^l`."""
     o = off[l, COL_U]
     return theta[o : o + sizes[l + 1] * n_classes].reshape((sizes[l + 1], n_classes))
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def layer(act, hcum, n, l):
     """View `[n, H_l]` of layer `l` in a flat activity buffer of an `n`-row batch."""
     return act[n * hcum[l] : n * hcum[l + 1]].reshape((n, hcum[l + 1] - hcum[l]))
@@ -118,15 +122,56 @@ def layer(act, hcum, n, l):
 # --------------------------------------------------------------------------- activations
 
 
-@njit(cache=True)
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_LOG2E = 1.44269504088896338700e00
+
+
+@intrinsic
+def _bits_as_float(typingctx, bits):
+    """Reinterpret an int64 bit pattern as a float64 (one instruction, vectorisable)."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return sig, codegen
+
+
+@njit(**_JIT)
+def exp(x):
+    """`e^x` within about 1 ulp of libm for `x` in [-708, 709] (clamped outside), written in
+    plain arithmetic so that loops calling it vectorise (libm's `exp` does not): `x = k ln 2
+    + r`, a degree-13 Taylor polynomial for `e^r` (`|r| <= ln 2 / 2`), `2^k` from its bits."""
+    x = min(max(x, -708.0), 709.0)
+    kf = np.floor(x * _LOG2E + 0.5)
+    r = (x - kf * _LN2_HI) - kf * _LN2_LO
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p * _bits_as_float((np.int64(kf) + 1023) << 52)
+
+
+@njit(**_JIT)
 def activate(z, kind):
     """`phi(z)` for a scalar: logistic sigmoid or ReLU."""
     if kind == RELU:
         return z if z > 0.0 else 0.0
-    return 1.0 / (1.0 + np.exp(-z))
+    return 1.0 / (1.0 + exp(-z))
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def derivative(a, kind):
     """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)` or `1[a > 0]`."""
     if kind == RELU:
@@ -134,16 +179,18 @@ def derivative(a, kind):
     return a * (1.0 - a)
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def sigmoid(z):
     """Logistic sigmoid of a scalar."""
-    return 1.0 / (1.0 + np.exp(-z))
+    return 1.0 / (1.0 + exp(-z))
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def softmax_rows(Z):
-    """Row-wise softmax of `Z [n, C]`, in place (max-shifted)."""
+    """Row-wise softmax of `Z [n, C]`, in place (max-shifted); nothing when `C == 0`."""
     n, C = Z.shape
+    if C == 0:
+        return
     for r in range(n):
         m = Z[r, 0]
         for k in range(1, C):
@@ -151,7 +198,7 @@ def softmax_rows(Z):
                 m = Z[r, k]
         s = 0.0
         for k in range(C):
-            Z[r, k] = np.exp(Z[r, k] - m)
+            Z[r, k] = exp(Z[r, k] - m)
             s += Z[r, k]
         for k in range(C):
             Z[r, k] /= s
@@ -160,7 +207,7 @@ def softmax_rows(Z):
 # --------------------------------------------------------------------------- forward
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def affine(below, M, out, k):
     """`out [n, H] = k * below [n, P] @ M [P, H]` (overwrites `out`)."""
     n, P = below.shape
@@ -170,28 +217,30 @@ def affine(below, M, out, k):
             out[r, j] = 0.0
         for i in range(P):
             a = below[r, i]
-            if a != 0.0:
-                for j in range(H):
-                    out[r, j] += a * M[i, j]
+            for j in range(H):
+                out[r, j] += a * M[i, j]
         if k != 1.0:
             for j in range(H):
                 out[r, j] *= k
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def add_transposed(above, M, out):
     """`out [n, P] += above [n, H] @ M[P, H]^T` (the top-down term)."""
     n, H = above.shape
     P = M.shape[0]
+    MT = np.empty((H, P))  # transposed once so that the row loop below is a contiguous axpy
+    for i in range(P):
+        for j in range(H):
+            MT[j, i] = M[i, j]
     for r in range(n):
-        for i in range(P):
-            s = 0.0
-            for j in range(H):
-                s += above[r, j] * M[i, j]
-            out[r, i] += s
+        for j in range(H):
+            a = above[r, j]
+            for i in range(P):
+                out[r, i] += a * MT[j, i]
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, scale, act):
     """Bottom-up pass `v^0 = X`, `v^l = scale * mask^l * phi(k_l v^{l-1} M^l + m^l)`.
 
@@ -225,7 +274,7 @@ def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, sca
                 out[r, j] = a * scale
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
     """`Z [n, C] = sum_l v^l @ U^l + d` (overwrites `Z`)."""
     L = sizes.shape[0] - 1
@@ -244,7 +293,7 @@ def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
                         Z[r, k] += a * U[j, k]
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def joint_proba(act, n, theta, off, sizes, hcum, n_classes, P):
     """The joint predictor `P [n, C] = softmax(sum_l v^l @ U^l + d)` (paper eq. 6)."""
     joint_logits(act, n, theta, off, sizes, hcum, n_classes, P)
@@ -254,7 +303,7 @@ def joint_proba(act, n, theta, off, sizes, hcum, n_classes, P):
 # --------------------------------------------------------------------------- gradients
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
     """Local pre-activation gradient of the recognition objective, added into `delta`.
 
@@ -282,7 +331,7 @@ def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
                 delta[idx] += w * g
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, n_classes, kind, mask,
                          delta, grad):
     """Gradient of `sum_r wrow[r] * (-sum_k T[r, k] log P[r, k])`, `P` the joint predictor.
@@ -308,22 +357,21 @@ def discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, n_classes,
         U = label_weights(theta, off, sizes, l, n_classes)
         gU = label_weights(grad, off, sizes, l, n_classes)
         Ml = layer(mask, hcum, n, l) if use_mask else V
+        H = sizes[l + 1]
+        S = np.zeros((n, H))
+        add_transposed(G, U, S)
         for r in range(n):
-            if wrow[r] == 0.0:
-                continue
-            for j in range(sizes[l + 1]):
+            for j in range(H):
                 a = V[r, j]
-                s = 0.0
                 for k in range(n_classes):
                     gU[j, k] += a * G[r, k]
-                    s += G[r, k] * U[j, k]
-                g = s * derivative(a, kind)
+                g = S[r, j] * derivative(a, kind)
                 if use_mask:
                     g *= Ml[r, j]
                 Dl[r, j] += g
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def net_backward(X, act, delta, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, grad):
     """Back-propagate pre-activation deltas through the network of `forward_net` (same
     `wcol, bcol, doubled, kind, mask`, `scale` 1), accumulating its weight and bias gradients.
@@ -350,24 +398,22 @@ def net_backward(X, act, delta, theta, off, sizes, hcum, wcol, bcol, doubled, ki
                 gm[j] += D[r, j]
             for i in range(P):
                 a = k * below[r, i]
-                if a != 0.0:
-                    for j in range(H):
-                        gM[i, j] += a * D[r, j]
+                for j in range(H):
+                    gM[i, j] += a * D[r, j]
         if l > 0:
             Db = layer(delta, hcum, n, l - 1)
             Mb = layer(mask, hcum, n, l - 1) if use_mask else below
+            S = np.zeros((n, P))
+            add_transposed(D, M, S)
             for r in range(n):
                 for i in range(P):
-                    s = 0.0
-                    for j in range(H):
-                        s += D[r, j] * M[i, j]
-                    g = k * s * derivative(below[r, i], kind)
+                    g = k * S[r, i] * derivative(below[r, i], kind)
                     if use_mask:
                         g *= Mb[r, i]
                     Db[r, i] += g
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def sgd_step(theta, grad, lr):
     """`theta -= lr * grad`, then zero `grad`."""
     for i in range(theta.shape[0]):
@@ -375,7 +421,7 @@ def sgd_step(theta, grad, lr):
         grad[i] = 0.0
 
 
-@njit(cache=True)
+@njit(**_JIT)
 def mean_field_input(below, above, T, theta, off, sizes, l, n_classes, z):
     """Pre-activation of hidden layer `l` in the joint model (paper eqs. 3-4, with biases):
     `z [n, H_l] = below @ W^l + above @ (W^{l+1})^T + T @ (U^l)^T + b^l`.
