@@ -1,0 +1,324 @@
+"""`python -m evaluation`: reproduce the paper's online experiment, single runs, comparisons, plots.
+
+Each subcommand is a `_add_<name>` function (its flags) plus a `_cmd_<name>` function (what it
+does); bad arguments end in one `error: ...` line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tomllib
+from pathlib import Path
+
+from . import registry
+
+__all__ = ["main"]
+
+REPRODUCE_CONFIGS = ["fig3_waveform", "fig3_led"]  # the paper's figure 3, top row first
+
+
+class BadArguments(Exception):
+    """Raised for anything the user can fix on the command line: one line, exit code 2."""
+
+
+@contextlib.contextmanager
+def _user_errors():
+    """Invalid values found while setting a run up are the user's to fix: one line, exit 2."""
+    try:
+        yield
+    except ValueError as e:
+        raise BadArguments(str(e)) from None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise BadArguments(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _assignment(text: str) -> tuple[str, object]:
+    """`key=value` with a TOML value (`0.05`, `[24, 24]`, `"sap"`); bare words are strings."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        parsed = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value
+    return key.strip(), parsed
+
+
+# ---------------------------------------------------------------------------------- flags
+
+
+def _add_run_flags(p, defaults_from_config: bool) -> None:
+    """Flags shared by reproduce, compare and run (None: keep the config's value)."""
+    p.add_argument("--trials", type=_positive_int, help="number of trials per stream and model")
+    p.add_argument("--instances", type=_positive_int, help="instances per trial")
+    p.add_argument("--label-ratio", type=_ratio, help="expected share of labeled instances")
+    p.add_argument("--label-batch", type=_positive_int,
+                   help="each block of this many instances draws its own label ratio")
+    p.add_argument("--batch-size", type=_positive_int, help="mini-batch size")
+    p.add_argument("--fading-factor", type=float, help="forgetting factor of the faded error")
+    p.add_argument("--step", type=_positive_int, help="record the curve every STEP instances")
+    p.add_argument("--seed", type=int, default=0, help="base seed of every trial (default 0)")
+    p.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+                   help="model parameter, e.g. --set learning_rate=0.05 (repeatable)")
+    p.add_argument("--jobs", type=_positive_int, default=1, help="local worker processes")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the trials on this dask.distributed scheduler")
+    p.add_argument("--out", type=Path, help="output directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    if defaults_from_config:
+        p.add_argument("--quick", action="store_true",
+                       help="the configs' short version (1 trial x 50,000 instances)")
+        p.add_argument("--models", type=_names, help="comma-separated subset of the models")
+        p.add_argument("--streams", type=_names, help="comma-separated subset of the streams")
+
+
+def _add_reproduce(sub) -> None:
+    p = sub.add_parser(
+        "reproduce", help="the paper's online experiment (figure 3)",
+        description="Reproduce figure 3 of the paper: LED and Waveform, 10 %% labels, PL-MLP, "
+        "DHBM-MF, DHBM-SAP and DHDA, 10 trials of 1,000,000 instances (configs "
+        + ", ".join(f"{c}.toml" for c in REPRODUCE_CONFIGS) + ").",
+    )
+    _add_run_flags(p, defaults_from_config=True)
+    p.set_defaults(func=_cmd_reproduce, configs=REPRODUCE_CONFIGS, figure="figure3")
+
+
+def _add_compare(sub) -> None:
+    p = sub.add_parser(
+        "compare", help="this project's models against River's learners (configs/compare.toml)"
+    )
+    _add_run_flags(p, defaults_from_config=True)
+    p.set_defaults(func=_cmd_reproduce, configs=["compare"], figure="compare")
+
+
+def _add_run(sub) -> None:
+    p = sub.add_parser("run", help="one stream and one model (or a config file)")
+    p.add_argument("--stream", help=f"one of {', '.join(registry.STREAMS)}")
+    p.add_argument("--model", help=f"one of {', '.join(registry.MODELS)}, or river:<module>.<Class>")
+    p.add_argument("--config", help="a TOML config (a file or a bundled name); flags override")
+    _add_run_flags(p, defaults_from_config=False)
+    p.set_defaults(func=_cmd_run, figure="prequential_error")
+
+
+def _add_plot(sub) -> None:
+    p = sub.add_parser("plot", help="figures from a curves CSV, without re-running")
+    p.add_argument("--csv", type=Path, required=True, help="a curves.csv written by this CLI")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--zoom", type=_positive_int, default=50_000,
+                   help="instances shown in the left panels (default 50,000)")
+    p.add_argument("--name", default="prequential_error", help="figure file name, no extension")
+    p.set_defaults(func=_cmd_plot)
+
+
+def _add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="speed benchmarks")
+    p.add_argument("target", choices=["streams"], help="what to benchmark")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark")
+    p.set_defaults(func=_cmd_bench)
+
+
+SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_plot, _add_bench]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m evaluation",
+        description="Semi-supervised prequential evaluation of river-dhbm's online learners.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+# ---------------------------------------------------------------------------------- plans
+
+_SETTINGS = ["instances", "trials", "label_ratio", "label_batch", "batch_size", "fading_factor",
+             "step"]
+_RUN_DEFAULTS = {"instances": 100_000, "trials": 1, "label_ratio": 0.1, "label_batch": 20,
+                 "batch_size": 20, "fading_factor": 0.995, "step": 1000, "params": {}}
+
+
+def _settings(config: dict, args) -> dict:
+    """Config values, then its [quick] table with --quick, then the flags."""
+    settings = {**_RUN_DEFAULTS, **config}
+    if getattr(args, "quick", False):
+        settings.update(config.get("quick", {}))
+    for key in _SETTINGS:
+        value = getattr(args, key, None)
+        if value is not None:
+            settings[key] = value
+    for key in ("instances", "trials", "batch_size", "step"):
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"Invalid {key} ({value!r}). Must be a positive integer")
+    if not 0.0 < settings["fading_factor"] <= 1.0:
+        raise ValueError(f"Invalid fading_factor ({settings['fading_factor']}). Valid range is (0, 1]")
+    return settings
+
+
+def _subset(names, chosen, what):
+    if not chosen:
+        return names
+    unknown = [c for c in chosen if c not in names]
+    if unknown:
+        raise ValueError(f"Unknown {what} {', '.join(unknown)}: this run has {', '.join(names)}")
+    return [n for n in names if n in chosen]
+
+
+def _trials(config: dict, args) -> tuple[list, dict]:
+    from .experiment import Trial
+
+    s = _settings(config, args)
+    streams = _subset(list(s.get("streams", [])), getattr(args, "streams", None), "streams")
+    models = _subset(list(s.get("models", [])), getattr(args, "models", None), "models")
+    if not streams or not models:
+        raise ValueError("No stream or no model to run: give --stream and --model, or --config")
+    for name in streams:
+        registry.check_stream_name(name)
+    for name in models:
+        registry.check_model_name(name)
+    overrides = dict(args.set)
+    trials = [
+        Trial(
+            stream=stream, model=model, trial=k, instances=s["instances"],
+            label_ratio=s["label_ratio"], label_batch=s["label_batch"],
+            batch_size=s["batch_size"], fading_factor=s["fading_factor"], step=s["step"],
+            seed=args.seed, params={**s["params"].get(model, {}), **overrides},
+        )
+        for stream in streams
+        for model in models
+        for k in range(s["trials"])
+    ]
+    summary = {k: s[k] for k in _SETTINGS} | {"streams": streams, "models": models,
+                                              "seed": args.seed, "params": s["params"],
+                                              "set": overrides, "config": s.get("_path")}
+    return trials, summary
+
+
+def _validate(trials) -> None:
+    """Build each (stream, model) once, so bad names or parameters fail before a long run."""
+    seen = set()
+    for t in trials:
+        if (t.stream, t.model) not in seen:
+            seen.add((t.stream, t.model))
+            t.build()
+
+
+def _execute(trials, settings, args, figure: str) -> int:
+    from . import experiment
+
+    with _user_errors():
+        _validate(trials)
+        if args.out is not None:
+            experiment.check_writable(args.out)
+    scheduler = args.scheduler
+    try:
+        results = experiment.run_trials(trials, jobs=args.jobs, scheduler=scheduler,
+                                        quiet=args.quiet)
+    except OSError as e:
+        if scheduler is not None:
+            raise BadArguments(f"cannot reach the Dask scheduler {scheduler!r}: {e}") from None
+        raise
+    curves = experiment.curves_frame(results)
+    print(experiment.summary_markdown(experiment.summarise(curves)), end="")
+    if args.out is not None:
+        settings = settings | {"command": args.command, "jobs": args.jobs}
+        experiment.write_outputs(results, args.out, settings=settings, figure=figure)
+        print(f"results written to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------- commands
+
+
+def _cmd_reproduce(args) -> int:
+    trials, settings = [], {}
+    with _user_errors():
+        for name in args.configs:
+            t, s = _trials(registry.load_config(name), args)
+            trials += t
+            settings[name] = s
+    if args.out is None:
+        args.out = Path("results") / (f"{args.command}-quick" if args.quick else args.command)
+    return _execute(trials, settings, args, args.figure)
+
+
+def _cmd_run(args) -> int:
+    with _user_errors():
+        config = registry.load_config(args.config) if args.config else {}
+        if args.stream:
+            config["streams"] = [args.stream]
+        if args.model:
+            config["models"] = [args.model]
+        trials, settings = _trials(config, args)
+    return _execute(trials, settings, args, args.figure)
+
+
+def _cmd_plot(args) -> int:
+    import pandas as pd
+
+    from .experiment import check_writable
+    from .plots import check_curves, plot_curves
+
+    try:
+        curves = pd.read_csv(args.csv)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise BadArguments(f"cannot read {str(args.csv)!r}: {e}") from None
+    with _user_errors():
+        check_writable(args.out)
+        check_curves(curves)
+    for path in plot_curves(curves, args.out, zoom=args.zoom, name=args.name):
+        print(path)
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    import importlib
+
+    module = importlib.import_module(f"evaluation.bench.{args.target}")
+    if hasattr(module, "main"):
+        return module.main(args.rest) or 0
+    rows = getattr(module, f"bench_{args.target}")()
+    print(module.format_table(rows))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `python -m evaluation` and of the `river-dhbm` console script."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except BadArguments as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

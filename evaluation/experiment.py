@@ -1,0 +1,356 @@
+"""Trials of the online experiment: seeding, local or Dask execution, CSV and markdown outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from concurrent import futures
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import registry
+from .prequential import prequential
+
+__all__ = [
+    "Trial",
+    "run_trial",
+    "run_trials",
+    "summarise",
+    "trial_seeds",
+    "write_outputs",
+]
+
+CURVE_COLUMNS = ["stream", "model", "trial", "position", "faded_error", "error"]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """Everything one trial needs: a picklable recipe, run the same anywhere."""
+
+    stream: str
+    model: str
+    trial: int
+    instances: int
+    label_ratio: float = 0.1
+    label_batch: int | None = 20
+    batch_size: int = 20
+    fading_factor: float = 0.995
+    step: int = 1000
+    seed: int = 0
+    params: dict = field(default_factory=dict, hash=False)
+
+    def seeds(self) -> tuple[int, int, int]:
+        return trial_seeds(self.stream, self.model, self.trial, self.seed)
+
+    def build(self):
+        """The masked stream and the fresh model of this trial."""
+        stream_seed, mask_seed, model_seed = self.seeds()
+        dataset = registry.masked_stream(
+            self.stream, stream_seed, self.label_ratio, self.label_batch, mask_seed
+        )
+        model = registry.make_model(
+            self.model, dataset.n_features, dataset.n_classes, seed=model_seed,
+            params=self.params, batch_size=self.batch_size,
+        )
+        return dataset, model
+
+
+def _seed(*parts) -> int:
+    """A seed in [0, 2**31) (a non-negative Java int) from ints and strings, stable across runs."""
+    words = [zlib.crc32(p.encode()) if isinstance(p, str) else int(p) % 2**32 for p in parts]
+    return int(np.random.SeedSequence(words).generate_state(1)[0] % 2**31)
+
+
+def trial_seeds(stream: str, model: str, trial: int, seed: int = 0) -> tuple[int, int, int]:
+    """Seeds of (stream, label mask, model) for one trial.
+
+    The stream and its mask depend on (stream, trial, seed) only, so every model of a trial sees
+    the same instances and the same kept labels; the model's own seed also depends on its name.
+    Nothing depends on the order or the place the trials run in.
+    """
+    return _seed(seed, stream, trial, "stream"), _seed(seed, stream, trial, "mask"), _seed(
+        seed, stream, model, trial, "model"
+    )
+
+
+def run_trial(trial: Trial, progress=None) -> dict:
+    """Run one trial; returns its spec and curve as plain data (cheap to pickle)."""
+    dataset, model = trial.build()
+    result = prequential(
+        dataset, model, trial.instances, batch_size=trial.batch_size,
+        fading_factor=trial.fading_factor, step=trial.step, progress=progress,
+    )
+    return {
+        "trial": asdict(trial),
+        "positions": result.positions,
+        "faded_error": result.faded_error,
+        "error": result.error,
+        "seconds": result.seconds,
+    }
+
+
+def _queue_progress(queue, index):
+    def report(n):
+        queue.put((index, n))
+
+    return report
+
+
+def _run_in_worker(trial: Trial, queue, index: int) -> dict:
+    return run_trial(trial, progress=None if queue is None else _queue_progress(queue, index))
+
+
+class _Bars:
+    """An overall bar (instances) and one bar per running trial; no-op when quiet."""
+
+    def __init__(self, trials, quiet: bool):
+        self.trials, self.quiet = trials, quiet
+        self.per_trial: dict[int, object] = {}
+        if not quiet:
+            from tqdm.auto import tqdm
+
+            self._tqdm = tqdm
+            self.total = tqdm(
+                total=sum(t.instances for t in trials), desc="all trials", unit="inst",
+                unit_scale=True, position=0, dynamic_ncols=True,
+            )
+
+    def update(self, index: int, n: int) -> None:
+        if self.quiet:
+            return
+        bar = self.per_trial.get(index)
+        if bar is None:
+            t = self.trials[index]
+            bar = self._tqdm(
+                total=t.instances, desc=f"{t.stream} {t.model} #{t.trial}", unit="inst",
+                unit_scale=True, leave=False, position=1 + len(self.per_trial) % 8,
+                dynamic_ncols=True,
+            )
+            self.per_trial[index] = bar
+        bar.update(n)
+        self.total.update(n)
+
+    def done(self, index: int) -> None:
+        bar = self.per_trial.pop(index, None)
+        if bar is not None:
+            bar.close()
+
+    def close(self) -> None:
+        if not self.quiet:
+            for index in list(self.per_trial):
+                self.done(index)
+            self.total.close()
+
+
+def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool = False) -> list:
+    """Run `trials` and return their results in the same order.
+
+    `jobs` > 1 runs them in that many local worker processes, `scheduler` (the address of a
+    `dask.distributed` scheduler, or a `distributed.Client`) on a Dask cluster. Each trial is
+    seeded from its own spec, so the results do not depend on where or in which order it runs.
+    """
+    trials = list(trials)
+    bars = _Bars(trials, quiet)
+    try:
+        if scheduler is not None:
+            return _run_dask(trials, scheduler, bars)
+        if jobs <= 1 or len(trials) == 1:
+            results = []
+            for i, t in enumerate(trials):
+                results.append(run_trial(t, progress=lambda n, i=i: bars.update(i, n)))
+                bars.done(i)
+            return results
+        return _run_processes(trials, jobs, bars)
+    finally:
+        bars.close()
+
+
+def _run_processes(trials, jobs, bars) -> list:
+    import multiprocessing as mp
+    import queue as queue_module
+
+    context = mp.get_context("spawn")  # a clean interpreter per worker: no forked threads
+    with context.Manager() as manager:
+        queue = None if bars.quiet else manager.Queue()
+        with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            pending = {
+                pool.submit(_run_in_worker, t, queue, i): i for i, t in enumerate(trials)
+            }
+            results: list = [None] * len(trials)
+            while pending:
+                done, _ = futures.wait(pending, timeout=0.2, return_when=futures.FIRST_COMPLETED)
+                while queue is not None:
+                    try:
+                        bars.update(*queue.get_nowait())
+                    except queue_module.Empty:
+                        break
+                for f in done:
+                    i = pending.pop(f)
+                    results[i] = f.result()
+                    bars.done(i)
+    return results
+
+
+def _run_dask(trials, scheduler, bars) -> list:
+    from distributed import Client, as_completed
+
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    try:
+        jobs = client.map(run_trial, trials, pure=False)
+        index = {f.key: i for i, f in enumerate(jobs)}
+        results: list = [None] * len(trials)
+        for f in as_completed(jobs):
+            i = index[f.key]
+            results[i] = f.result()
+            bars.update(i, trials[i].instances)
+            bars.done(i)
+        return results
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+# ---------------------------------------------------------------------------------- outputs
+
+
+def curves_frame(results) -> pd.DataFrame:
+    """The long table of curves: one row per (stream, model, trial, position)."""
+    frames = []
+    for r in results:
+        t = r["trial"]
+        n = len(r["positions"])
+        frames.append(
+            pd.DataFrame(
+                {
+                    "stream": [t["stream"]] * n,
+                    "model": [t["model"]] * n,
+                    "trial": np.full(n, t["trial"]),
+                    "position": r["positions"],
+                    "faded_error": r["faded_error"],
+                    "error": r["error"],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)[CURVE_COLUMNS]
+
+
+def summarise(curves: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard error over trials of the average and the final faded error.
+
+    Computed from the curves table alone, so it can be redone from a CSV.
+    """
+    per_trial = (
+        curves.sort_values("position")
+        .groupby(["stream", "model", "trial"], sort=False)
+        .agg(
+            instances=("position", "last"),
+            mean_faded_error=("faded_error", "mean"),
+            final_faded_error=("faded_error", "last"),
+            final_error=("error", "last"),
+        )
+        .reset_index()
+    )
+    rows = []
+    for (stream, model), g in per_trial.groupby(["stream", "model"], sort=False):
+        row = {"stream": stream, "model": model, "trials": len(g), "instances": int(g.instances.max())}
+        for col in ("mean_faded_error", "final_faded_error", "final_error"):
+            values = g[col].to_numpy()
+            row[col] = values.mean()
+            row[f"{col}_se"] = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary_markdown(summary: pd.DataFrame) -> str:
+    """The summary as a markdown table, errors in percent as `mean ± standard error`."""
+
+    def cell(mean, se):
+        return f"{100 * mean:.2f}" if np.isnan(se) else f"{100 * mean:.2f} ± {100 * se:.2f}"
+
+    lines = [
+        "| stream | model | trials | instances | average faded error (%) | final faded error (%) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in summary.itertuples(index=False):
+        lines.append(
+            f"| {r.stream} | {r.model} | {r.trials} | {r.instances:,} | "
+            f"{cell(r.mean_faded_error, r.mean_faded_error_se)} | "
+            f"{cell(r.final_faded_error, r.final_faded_error_se)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def atomic_write(path: Path, write) -> Path:
+    """Call `write(tmp_path)` then rename onto `path`, so a file that exists is complete."""
+    return atomic_write_all([(Path(path), write)])[0]
+
+
+def atomic_write_all(jobs) -> list[Path]:
+    """Write every `(path, write)` to a temporary name first and rename them all at the end:
+    a failure leaves no new file behind, let alone a partial one."""
+    tmps = []
+    try:
+        for path, write in jobs:
+            tmps.append(_tmp_name(Path(path)))
+            write(tmps[-1])
+        for (path, _), tmp in zip(jobs, tmps):
+            os.replace(tmp, path)
+    finally:
+        for tmp in tmps:
+            if tmp.exists():
+                tmp.unlink()
+    return [Path(path) for path, _ in jobs]
+
+
+def check_writable(out: Path) -> Path:
+    """Create `out` if needed and check a file can be written there (before any long run)."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test.{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ValueError(f"Cannot write to output directory {str(out)!r}: {e.strerror or e}") from None
+    return out
+
+
+def write_outputs(
+    results, out, settings: dict | None = None, figure: str | None = "prequential_error"
+) -> list[Path]:
+    """Write curves.csv, summary.csv, summary.md, settings.json and the figure (PNG and PDF,
+    unless `figure` is None) into `out`, all or nothing."""
+    out = check_writable(out)
+    curves = curves_frame(results)
+    summary = summarise(curves)
+    jobs = [
+        (out / "curves.csv", lambda p: curves.to_csv(p, index=False)),
+        (out / "summary.csv", lambda p: summary.to_csv(p, index=False)),
+        (out / "summary.md", lambda p: p.write_text(summary_markdown(summary))),
+    ]
+    if settings is not None:
+        text = json.dumps(settings, indent=2, default=str) + "\n"
+        jobs.append((out / "settings.json", lambda p: p.write_text(text)))
+    fig = None
+    if figure is not None:
+        from .plots import draw_figure
+
+        fig = draw_figure(curves)
+        for ext in ("png", "pdf"):
+            jobs.append((out / f"{figure}.{ext}",
+                         lambda p, ext=ext: fig.savefig(p, format=ext, dpi=150)))
+    try:
+        return atomic_write_all(jobs)
+    finally:
+        if fig is not None:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)

@@ -1,0 +1,183 @@
+"""Names of streams and models -> constructors (lazy imports), and the experiment configs."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+__all__ = [
+    "MODELS",
+    "STREAMS",
+    "config_path",
+    "load_config",
+    "make_model",
+    "make_stream",
+    "masked_stream",
+]
+
+#: Stream name -> what it is. `led` and `waveform` are the drifting streams of the paper.
+STREAMS = {
+    "led": "the paper's drifting LED stream (24 attributes, 10 classes)",
+    "waveform": "the paper's drifting, normalised Waveform stream (40 attributes, 3 classes)",
+    "led-stationary": "MOA's LED generator, 10 % noise, 24 attributes, no drift",
+    "waveform-stationary": "MOA's Waveform generator with noise (40 attributes), normalised, no drift",
+}
+
+#: Model name -> (class in `river_dhbm`, fixed constructor arguments).
+MODELS = {
+    "dhbm-mf": ("DHBM", {"estimator": "mf"}),
+    "dhbm-sap": ("DHBM", {"estimator": "sap"}),
+    "dhda": ("DHDA", {}),
+    "pl-mlp": ("PseudoLabelMLP", {}),
+    "sben": ("SBEN", {}),
+    "hsda": ("HSDA", {}),
+}
+
+RIVER_PREFIX = "river:"
+
+
+def check_stream_name(name: str) -> str:
+    if name not in STREAMS:
+        raise ValueError(f"Unknown stream {name!r}. Known streams: {', '.join(STREAMS)}")
+    return name
+
+
+def make_stream(name: str, seed: int):
+    """The unmasked stream `name`, seeded (a Java int, MOA's `-i` option)."""
+    check_stream_name(name)
+    import streams
+
+    if name in ("led", "waveform"):
+        return streams.paper_stream(name, seed)
+    if name == "led-stationary":
+        return streams.LED(seed=seed, noise_percentage=10, irrelevant_features=True)
+    return streams.NormalisationFilter(streams.Waveform(seed=seed, has_noise=True))
+
+
+def masked_stream(name: str, seed: int, label_ratio: float, label_batch: int | None, mask_seed: int):
+    """The stream `name` behind a `streams.LabelMask`."""
+    import streams
+
+    return streams.LabelMask(
+        make_stream(name, seed), label_ratio=label_ratio, batch_size=label_batch, seed=mask_seed
+    )
+
+
+def _river_class(name: str):
+    dotted = name[len(RIVER_PREFIX):]
+    module_name, _, class_name = dotted.rpartition(".")
+    if not module_name or not class_name:
+        raise ValueError(
+            f"Invalid model {name!r}. Expected river:<module>.<Class>, "
+            "e.g. river:tree.HoeffdingTreeClassifier"
+        )
+    try:
+        module = importlib.import_module(f"river.{module_name}")
+        cls = getattr(module, class_name)
+    except (ImportError, AttributeError):
+        raise ValueError(f"Unknown model {name!r}: river.{dotted} does not exist") from None
+    from river import base
+
+    if not (inspect.isclass(cls) and issubclass(cls, base.Classifier)):
+        raise ValueError(f"Invalid model {name!r}: river.{dotted} is not a classifier")
+    return cls
+
+
+def check_model_name(name: str) -> str:
+    if name.startswith(RIVER_PREFIX):
+        _river_class(name)
+    elif name not in MODELS:
+        raise ValueError(
+            f"Unknown model {name!r}. Known models: {', '.join(MODELS)}, "
+            "or river:<module>.<Class>"
+        )
+    return name
+
+
+def _accepts(cls, param: str) -> bool:
+    try:
+        return param in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def make_model(
+    name: str,
+    n_features: int,
+    n_classes: int,
+    seed: int | None = None,
+    params: dict | None = None,
+    batch_size: int = 20,
+):
+    """A fresh model called `name`.
+
+    This project's models start from the paper's online settings (`Class.paper()`), with the
+    paper's complete-representation architecture (four hidden layers as wide as the input) unless
+    `params` says otherwise, the evaluation's mini-batch size, and `params` on top. A
+    `river:<module>.<Class>` model gets `params` (and `seed` when it takes one); a binary River
+    classifier is wrapped in `multiclass.OneVsRestClassifier`.
+    """
+    check_model_name(name)
+    params = dict(params or {})
+    if name.startswith(RIVER_PREFIX):
+        cls = _river_class(name)
+        if seed is not None and _accepts(cls, "seed"):
+            params.setdefault("seed", seed)
+        model = _construct(name, cls, params)
+        if not model._multiclass:
+            from river import multiclass
+
+            model = multiclass.OneVsRestClassifier(model)
+        return model
+    class_name, fixed = MODELS[name]
+    try:
+        cls = getattr(importlib.import_module("river_dhbm"), class_name)
+    except (ImportError, AttributeError):
+        raise ValueError(f"Model {name!r} is not available: river_dhbm.{class_name} is missing")
+    settings = {"hidden_sizes": (n_features,) * 4, "batch_size": batch_size, "seed": seed}
+    settings.update(fixed)
+    settings.update(params)
+    if "hidden_sizes" in settings:
+        settings["hidden_sizes"] = tuple(settings["hidden_sizes"])
+    return _construct(name, cls.paper, settings)
+
+
+def _construct(name, factory, params):
+    try:
+        return factory(**params)
+    except TypeError as e:  # an unknown keyword
+        raise ValueError(f"Invalid parameters for model {name!r}: {e}") from None
+
+
+# ---------------------------------------------------------------------------------- configs
+
+
+def config_path(name: str) -> Path:
+    """The path of a bundled config (`evaluation/configs/<name>.toml`) or of a file."""
+    path = Path(name)
+    if path.suffix == ".toml" and path.exists():
+        return path
+    bundled = resources.files("evaluation.configs").joinpath(f"{name}.toml")
+    if bundled.is_file():
+        return Path(str(bundled))
+    raise ValueError(f"No config {name!r}: neither a file nor a bundled config")
+
+
+def load_config(name: str) -> dict:
+    """Read a config (TOML), normalising `stream` to `streams` and `model` to `models`."""
+    path = config_path(name)
+    try:
+        with open(path, "rb") as f:
+            config = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"Invalid config {str(path)!r}: {e}") from None
+    if "stream" in config:
+        config["streams"] = [config.pop("stream")]
+    if "model" in config and isinstance(config["model"], str):
+        config["models"] = [config.pop("model")]
+    config.setdefault("params", {})
+    config["_path"] = str(path)
+    return config
