@@ -161,6 +161,10 @@ class LabelMask(datasets_base.SyntheticDataset):
             half_width = min(label_ratio, 1.0 - label_ratio)
             self.ratio_range = (label_ratio - half_width, label_ratio + half_width)
 
+    def __repr__(self) -> str:
+        params = ", ".join(f"{name}={value!r}" for name, value in self._get_params().items())
+        return f"{type(self).__name__}({params})"
+
     @property
     def moa_cli(self):
         """The wrapped stream's `moa_cli` (absent when the wrapped stream has none)."""
