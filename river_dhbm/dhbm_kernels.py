@@ -1,0 +1,300 @@
+"""The DHBM's learning step and prediction, each ONE Numba call per mini-batch.
+
+Layouts follow `river_dhbm.kernels` (flat `theta`/`grad` with the `off` table, flat hidden
+activities with `hcum`). All randomness arrives as arrays drawn by the model's generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from river_dhbm.kernels import _JIT
+
+from river_dhbm.kernels import (
+    COL_B,
+    COL_R,
+    COL_RB,
+    COL_U,
+    COL_W,
+    RELU,
+    activate,
+    add_transposed,
+    discriminative_delta,
+    forward_net,
+    joint_proba,
+    kl_delta,
+    label_weights,
+    layer,
+    matrix,
+    mean_field_input,
+    net_backward,
+    sigmoid,
+    vector,
+)
+
+MF = 0
+SAP = 1
+
+
+@njit(**_JIT)
+def add_outer(A, B, w, scale, out):
+    """`out [P, H] += scale * sum_r w[r] A[r]^T B[r]` for `A [n, P]`, `B [n, H]`, `w [n]`."""
+    n, P = A.shape
+    H = B.shape[1]
+    for r in range(n):
+        if w[r] == 0.0:
+            continue
+        for i in range(P):
+            a = scale * w[r] * A[r, i]
+            for j in range(H):
+                out[i, j] += a * B[r, j]
+
+
+@njit(**_JIT)
+def add_rows(A, w, scale, out):
+    """`out [H] += scale * sum_r w[r] A[r]` for `A [n, H]`."""
+    n, H = A.shape
+    for r in range(n):
+        a = scale * w[r]
+        if a != 0.0:
+            for j in range(H):
+                out[j] += a * A[r, j]
+
+
+@njit(**_JIT)
+def mean_field_sweep(X, mu, T, theta, off, sizes, hcum, n_classes, kind, mask, scale, zbuf):
+    """One bottom-up (Gauss-Seidel) sweep of the hidden mean-field equations, in place.
+
+    `mu^l <- scale * mask^l * phi(mu^{l-1} W^l + mu^{l+1} W^{l+1}^T + T U^l^T + b^l)` for
+    `l = 1..L` with `mu^0 = X [n, D]` clamped and label activities `T [n, C]` clamped; each
+    layer uses the freshly updated layer below and the previous value of the layer above.
+    `mu, mask` flat like the activities (`mask` may be empty); `zbuf` flat work `>= n * max H`.
+    """
+    n = X.shape[0]
+    L = sizes.shape[0] - 1
+    use_mask = mask.size > 0
+    for l in range(L):
+        H = sizes[l + 1]
+        z = zbuf[: n * H].reshape((n, H))
+        below = X if l == 0 else layer(mu, hcum, n, l - 1)
+        above = layer(mu, hcum, n, l + 1) if l < L - 1 else below
+        mean_field_input(below, above, T, theta, off, sizes, l, n_classes, z)
+        out = layer(mu, hcum, n, l)
+        m = layer(mask, hcum, n, l) if use_mask else out
+        for r in range(n):
+            for j in range(H):
+                a = activate(z[r, j], kind) * scale
+                if use_mask:
+                    a *= m[r, j]
+                out[r, j] = a
+
+
+@njit(**_JIT)
+def reconstruct(H1, theta, off, sizes, xrec):
+    """Visible mean-field `xrec [n, D] = sigmoid(h^1 W^1^T + c)` (visible units are logistic)."""
+    L = sizes.shape[0] - 1
+    n, D = xrec.shape
+    c = theta[off[L, 0] : off[L, 0] + D]
+    for r in range(n):
+        for i in range(D):
+            xrec[r, i] = c[i]
+    add_transposed(H1, matrix(theta, off, sizes, 0, COL_W), xrec)
+    for r in range(n):
+        for i in range(D):
+            xrec[r, i] = sigmoid(xrec[r, i])
+
+
+@njit(**_JIT)
+def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes):
+    """Add `scale * sum_r w[r] * stats` of one phase to `grad`: `v^{l-1}^T h^l` to `W^l`,
+    `h^l` to `b^l`, `h^l^T y` to `U^l`, `v^0` to `c`, `y` to `d`. `V0 [n, D]`, `H` flat."""
+    n = V0.shape[0]
+    L = sizes.shape[0] - 1
+    for l in range(L):
+        below = V0 if l == 0 else layer(H, hcum, n, l - 1)
+        h = layer(H, hcum, n, l)
+        add_outer(below, h, w, scale, matrix(grad, off, sizes, l, COL_W))
+        add_rows(h, w, scale, vector(grad, off, sizes, l, COL_B))
+        if n_classes > 0:
+            add_outer(h, Y, w, scale, label_weights(grad, off, sizes, l, n_classes))
+    add_rows(V0, w, scale, grad[off[L, 0] : off[L, 0] + sizes[0]])
+    if n_classes > 0:
+        add_rows(Y, w, scale, grad[off[L, 1] : off[L, 1] + n_classes])
+
+
+@njit(**_JIT)
+def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, grad, off,
+              sizes, hcum, n_classes, kind, zbuf):
+    """Advance the `M` persistent particles by one block Gibbs sweep and subtract their
+    (Rao-Blackwellised) statistics, each weighted `wneg`, from the likelihood gradient.
+
+    Order: `h^1 .. h^L` (each given the current state of its neighbours and `y`), then `x`
+    given `h^1`, then `y` given all `h`. Each block's statistics pair its conditional
+    probabilities with the neighbour states it was computed from, which is unbiased for a
+    chain at equilibrium. Hidden samples: Bernoulli (sigmoid units, `noise_h` uniforms) or
+    noisy ReLU `max(0, z + sqrt(sigmoid(z)) eps)` (`noise_h` standard normals); dropped units
+    (`part_mask` 0) are 0. `part_x [M, D]`, `part_h` flat `[M * hcum[L]]`, `part_y [M, C]`
+    one-hot; `noise_v` uniforms `[M * D + M]`; `zbuf >= M * max(D, H)` work.
+    """
+    M, D = part_x.shape
+    L = sizes.shape[0] - 1
+    use_mask = part_mask.size > 0
+    wvec = np.full(M, wneg)
+    for l in range(L):
+        H = sizes[l + 1]
+        z = zbuf[: M * H].reshape((M, H))
+        below = part_x if l == 0 else layer(part_h, hcum, M, l - 1)
+        above = layer(part_h, hcum, M, l + 1) if l < L - 1 else below
+        mean_field_input(below, above, part_y, theta, off, sizes, l, n_classes, z)
+        state = layer(part_h, hcum, M, l)
+        eps = layer(noise_h, hcum, M, l)
+        m = layer(part_mask, hcum, M, l) if use_mask else state
+        for r in range(M):
+            for j in range(H):
+                p = activate(z[r, j], kind)
+                if kind == RELU:
+                    s = z[r, j] + np.sqrt(sigmoid(z[r, j])) * eps[r, j]
+                    s = s if s > 0.0 else 0.0
+                else:
+                    s = 1.0 if eps[r, j] < p else 0.0
+                if use_mask:
+                    p *= m[r, j]
+                    s *= m[r, j]
+                z[r, j] = p
+                state[r, j] = s
+        add_outer(below, z, wvec, 1.0, matrix(grad, off, sizes, l, COL_W))
+        add_rows(z, wvec, 1.0, vector(grad, off, sizes, l, COL_B))
+        if n_classes > 0:
+            add_outer(z, part_y, wvec, 1.0, label_weights(grad, off, sizes, l, n_classes))
+    xp = zbuf[: M * D].reshape((M, D))
+    reconstruct(layer(part_h, hcum, M, 0), theta, off, sizes, xp)
+    add_rows(xp, wvec, 1.0, grad[off[L, 0] : off[L, 0] + D])
+    for r in range(M):
+        for i in range(D):
+            part_x[r, i] = 1.0 if noise_v[r * D + i] < xp[r, i] else 0.0
+    if n_classes > 0:
+        ybuf = np.empty((M, n_classes))
+        joint_proba(part_h, M, theta, off, sizes, hcum, n_classes, ybuf)
+        add_rows(ybuf, wvec, 1.0, grad[off[L, 1] : off[L, 1] + n_classes])
+        for r in range(M):
+            u = noise_v[M * D + r]
+            pick = n_classes - 1
+            acc = 0.0
+            for k in range(n_classes):
+                acc += ybuf[r, k]
+                if u < acc:
+                    pick = k
+                    break
+            for k in range(n_classes):
+                part_y[r, k] = 1.0 if k == pick else 0.0
+
+
+@njit(**_JIT)
+def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
+                lr, alpha, beta, disc_weight, hard, mask, part_x, part_h, part_y, part_mask,
+                noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc):
+    """One learning step of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
+
+    `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
+    1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
+    2. `P = p(y | v)`; targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
+       (`hard` False) or its one-hot argmax (`hard` True);
+    3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
+    4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
+       gradient is averaged over its own rows;
+    5. recognition step on the KL(mu || v) of every layer, plus `disc_weight` times the
+       gradient of `-log p(T | v)` back-propagated through `U`, `d` and the recognition
+       network;
+    6. likelihood gradient: positive statistics `(X, mu, T)`; negative statistics from one
+       free-running mean-field step (`estimator` MF: `xrec = sigmoid(mu^1 W^1^T + c)`,
+       `Y = p(y | mu)` soft, then one clamped sweep from `mu` given `(xrec, Y)` -> `neg`)
+       or from the persistent particles (`estimator` SAP, see `sap_sweep`);
+    7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient).
+    Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
+    [n, D]`; `P, T, Y [n, C]`; `wrow, wdisc [n]`.
+    """
+    n, D = X.shape
+    L = sizes.shape[0] - 1
+    A = n * hcum[L]
+    C = n_classes
+    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
+
+    n_lab = 0
+    for r in range(n):
+        if y[r] >= 0:
+            n_lab += 1
+    n_unlab = n - n_lab
+    for r in range(n):
+        if y[r] >= 0:
+            wrow[r] = alpha / n_lab
+        else:
+            wrow[r] = beta / n_unlab
+        wdisc[r] = disc_weight * wrow[r]
+    if C > 0:
+        joint_proba(act, n, theta, off, sizes, hcum, C, P)
+        for r in range(n):
+            if y[r] >= 0:
+                for k in range(C):
+                    T[r, k] = 1.0 if k == y[r] else 0.0
+            elif hard:
+                best = 0
+                for k in range(1, C):
+                    if P[r, k] > P[r, best]:
+                        best = k
+                for k in range(C):
+                    T[r, k] = 1.0 if k == best else 0.0
+            else:
+                for k in range(C):
+                    T[r, k] = P[r, k]
+
+    for i in range(A):
+        mu[i] = act[i]
+    for s in range(mf_steps):
+        mean_field_sweep(X, mu, T, theta, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
+
+    # recognition network: KL towards the mean-field posterior + discriminative term
+    for i in range(A):
+        delta[i] = 0.0
+    if mf_steps > 0:
+        kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
+    if C > 0 and disc_weight != 0.0:
+        discriminative_delta(act, n, P, T, wdisc, theta, off, sizes, hcum, C, kind, mask,
+                             delta, grad)
+    net_backward(X, act, delta, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, grad)
+
+    # model: positive phase minus negative phase (as a loss gradient: negative minus positive)
+    add_phase(X, mu, T, wrow, -1.0, grad, off, sizes, hcum, C)
+    if estimator == MF:
+        reconstruct(layer(mu, hcum, n, 0), theta, off, sizes, xrec)
+        if C > 0:
+            joint_proba(mu, n, theta, off, sizes, hcum, C, Y)
+        for i in range(A):
+            neg[i] = mu[i]
+        mean_field_sweep(xrec, neg, Y, theta, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
+        add_phase(xrec, neg, Y, wrow, 1.0, grad, off, sizes, hcum, C)
+    else:
+        wsum = 0.0
+        for r in range(n):
+            wsum += wrow[r]
+        M = part_x.shape[0]
+        sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wsum / M, theta, grad,
+                  off, sizes, hcum, C, kind, zbuf)
+
+    for i in range(theta.shape[0]):
+        theta[i] -= lr * grad[i]
+        grad[i] = 0.0
+
+
+@njit(**_JIT)
+def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, mf_steps, act, zbuf, P):
+    """`p(y | x)` `[n, C]` into `P`: recognition pass (activities scaled by the dropout keep
+    probability `scale`), joint predictor, then `mf_steps` mean-field refinements with `x`
+    clamped and the label free (its probabilities feed the hidden layers through `U`)."""
+    n = X.shape[0]
+    empty = np.empty(0)
+    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, empty, scale, act)
+    joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
+    for s in range(mf_steps):
+        mean_field_sweep(X, act, P, theta, off, sizes, hcum, n_classes, kind, empty, scale, zbuf)
+        joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)

@@ -1,0 +1,214 @@
+"""DHBM kernels against the numpy reference (`tests/reference_dhbm.py`), given the same
+uniforms, and finite-difference checks of the true gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference_dhbm as ref
+from river_dhbm import dhbm_kernels as DK
+from river_dhbm import kernels as K
+
+RTOL, ATOL = 1e-10, 1e-12
+
+
+def _setup(sizes=(5, 4, 3, 2), C=3, n=6, seed=0, scale=0.7):
+    rng = np.random.default_rng(seed)
+    sizes = np.array(sizes, dtype=np.int64)
+    off = K.param_layout(sizes, C)
+    hcum = K.hidden_offsets(sizes)
+    theta = rng.normal(0, scale, off[-1, 2])
+    X = rng.random((n, sizes[0]))
+    return rng, sizes, off, hcum, theta, X
+
+
+def _masks(rng, n, hcum, dropout):
+    if not dropout:
+        return np.zeros(0)
+    return (rng.random(n * hcum[-1]) >= dropout).astype(float)
+
+
+def test_exp_matches_libm():
+    x = np.concatenate([np.linspace(-708, 709, 20001), np.random.default_rng(0).normal(0, 3, 5000)])
+    got = np.array([K.exp(v) for v in x])
+    np.testing.assert_allclose(got, np.exp(x), rtol=4e-16, atol=0)
+    assert K.exp(-1e4) > 0 and np.isfinite(K.exp(1e4))
+
+
+def test_layout_is_dense_and_regrow_keeps_values():
+    sizes = np.array([4, 3, 2], dtype=np.int64)
+    off = K.param_layout(sizes, 2)
+    # W, b, U, R, r of each layer, then c and d
+    assert off[-1, 2] == (12 + 3 + 6 + 12 + 3) + (6 + 2 + 4 + 6 + 2) + 4 + 2
+    theta = np.arange(off[-1, 2], dtype=float) + 1.0
+    assert np.unique(np.concatenate([
+        np.arange(off[l, c], off[l, c] + s)
+        for l in range(2)
+        for c, s in ((0, sizes[l] * sizes[l + 1]), (1, sizes[l + 1]), (2, sizes[l + 1] * 2),
+                     (3, sizes[l] * sizes[l + 1]), (4, sizes[l + 1]))
+    ] + [np.arange(off[2, 0], off[2, 2])])).size == off[-1, 2]
+    grown = K.regrow_classes(theta, sizes, 2, 3)
+    new = K.param_layout(sizes, 3)
+    P_old, P_new = ref.unpack(theta, sizes, 2, off), ref.unpack(grown, sizes, 3, new)
+    for k in "WbRr":
+        for a, b in zip(P_old[k], P_new[k]):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(P_old["U"], P_new["U"]):
+        np.testing.assert_array_equal(b[:, :2], a)
+        np.testing.assert_array_equal(b[:, 2], 0.0)
+    np.testing.assert_array_equal(P_new["c"], P_old["c"])
+    np.testing.assert_array_equal(P_new["d"], [*P_old["d"], 0.0])
+
+
+@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU])
+@pytest.mark.parametrize("mf_steps", [0, 2])
+def test_proba_matches_reference(kind, mf_steps):
+    rng, sizes, off, hcum, theta, X = _setup()
+    act, zbuf, P = np.zeros(len(X) * hcum[-1]), np.zeros(len(X) * sizes.max()), np.zeros((6, 3))
+    DK.dhbm_proba(X, theta, off, sizes, hcum, 3, kind, 0.6, mf_steps, act, zbuf, P)
+    expected = ref.proba(X, theta, sizes, 3, off, kind, 0.6, mf_steps)
+    np.testing.assert_allclose(P, expected, rtol=RTOL, atol=ATOL)
+
+
+CASES = [
+    # estimator, kind, dropout, hard, mf_steps, labels
+    (DK.MF, K.SIGMOID, 0.0, False, 1, [0, -1, 2, -1, -1, 1]),
+    (DK.MF, K.SIGMOID, 0.5, True, 2, [0, -1, 2, -1, -1, 1]),
+    (DK.MF, K.RELU, 0.3, False, 1, [-1, -1, 2, -1, -1, -1]),
+    (DK.MF, K.SIGMOID, 0.0, False, 0, [0, 1, 2, 0, 1, 1]),
+    (DK.MF, K.SIGMOID, 0.0, True, 1, [-1] * 6),
+    (DK.SAP, K.SIGMOID, 0.0, False, 1, [0, -1, 2, -1, -1, 1]),
+    (DK.SAP, K.SIGMOID, 0.5, True, 1, [0, -1, 2, -1, -1, 1]),
+    (DK.SAP, K.RELU, 0.2, False, 2, [1, -1, -1, -1, 0, -1]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+@pytest.mark.parametrize("C", [3, 0])
+def test_update_matches_reference(case, C):
+    estimator, kind, dropout, hard, mf_steps, labels = case
+    y = np.array(labels if C else [-1] * 6, dtype=np.int64)
+    rng, sizes, off, hcum, theta, X = _setup(C=C)
+    n, D, A = len(X), sizes[0], hcum[-1]
+    mask = _masks(rng, n, hcum, dropout)
+    M = 4 if estimator == DK.SAP else 0
+    part_x = (rng.random((M, D)) < 0.5).astype(float)
+    part_h = (rng.random(M * A) < 0.5).astype(float)
+    part_y = np.eye(max(C, 1))[rng.integers(0, max(C, 1), M)][:, :C].copy()
+    part_mask = _masks(rng, M, hcum, dropout) if M else np.zeros(0)
+    noise_h = (rng.standard_normal(M * A) if kind == K.RELU else rng.random(M * A))
+    noise_v = rng.random(M * D + M)
+    args = (0.05, 1.0, 0.3, 1.5, hard, mask)
+    expected = ref.update(X, y, theta, sizes, C, off, kind, estimator, mf_steps, *args,
+                          part_x, part_h, part_y, part_mask, noise_h, noise_v)
+    got = [theta.copy(), part_x.copy(), part_h.copy(), part_y.copy()]
+    grad = np.zeros_like(theta)
+    work = [np.zeros(n * A) for _ in range(4)] + [np.zeros(max(n, M) * max(sizes.max(), D))]
+    work += [np.zeros((n, D))] + [np.zeros((n, C)) for _ in range(3)] + [np.zeros(n), np.zeros(n)]
+    DK.dhbm_update(X, y, got[0], grad, off, sizes, hcum, C, kind, estimator, mf_steps, *args,
+                   got[1], got[2], got[3], part_mask, noise_h, noise_v, *work)
+    assert not np.array_equal(got[0], theta)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(grad, 0.0)
+
+
+def _numeric_grad(f, theta, idx, h=1e-6):
+    out = np.empty(len(idx))
+    for k, i in enumerate(idx):
+        t1, t2 = theta.copy(), theta.copy()
+        t1[i] += h
+        t2[i] -= h
+        out[k] = (f(t1) - f(t2)) / (2 * h)
+    return out
+
+
+def _ranges(off, sizes, cols, C):
+    idx = []
+    L = len(sizes) - 1
+    for l in range(L):
+        for col in cols:
+            size = {K.COL_W: sizes[l] * sizes[l + 1], K.COL_R: sizes[l] * sizes[l + 1],
+                    K.COL_B: sizes[l + 1], K.COL_RB: sizes[l + 1], K.COL_U: sizes[l + 1] * C}[col]
+            idx.extend(range(off[l, col], off[l, col] + size))
+    return np.array(idx)
+
+
+@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU])
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+def test_recognition_kl_gradient_by_finite_differences(kind, dropout):
+    rng, sizes, off, hcum, theta, X = _setup(seed=3)
+    n = len(X)
+    mask = _masks(rng, n, hcum, dropout)
+    masks = ref.split(mask, sizes, n) if mask.size else None
+    mu = [rng.random((n, H)) for H in sizes[1:]]
+    wrow = rng.random(n)
+    act = np.zeros(n * hcum[-1])
+    K.forward_net(X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
+    delta, grad = np.zeros_like(act), np.zeros_like(theta)
+    K.kl_delta(act, np.concatenate([m.ravel() for m in mu]), n, hcum, wrow, kind, mask, delta)
+    K.net_backward(X, act, delta, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
+                   grad)
+    idx = _ranges(off, sizes, (K.COL_R, K.COL_RB), 3)
+    num = _numeric_grad(
+        lambda t: ref.kl_loss(X, ref.unpack(t, sizes, 3, off), mu, wrow, kind, masks), theta, idx
+    )
+    np.testing.assert_allclose(grad[idx], num, rtol=1e-5, atol=1e-7)
+    others = np.setdiff1d(np.arange(theta.size), idx)
+    np.testing.assert_array_equal(grad[others], 0.0)
+
+
+@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU])
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+def test_discriminative_gradient_by_finite_differences(kind, dropout):
+    rng, sizes, off, hcum, theta, X = _setup(seed=4)
+    n, C = len(X), 3
+    mask = _masks(rng, n, hcum, dropout)
+    masks = ref.split(mask, sizes, n) if mask.size else None
+    T = rng.random((n, C))
+    T /= T.sum(1, keepdims=True)
+    wrow = rng.random(n)
+    act, P = np.zeros(n * hcum[-1]), np.zeros((n, C))
+    K.forward_net(X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
+    K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
+    delta, grad = np.zeros_like(act), np.zeros_like(theta)
+    K.discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, C, kind, mask, delta, grad)
+    K.net_backward(X, act, delta, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
+                   grad)
+    L = len(sizes) - 1
+    idx = np.concatenate([_ranges(off, sizes, (K.COL_R, K.COL_RB, K.COL_U), C),
+                          np.arange(off[L, 1], off[L, 1] + C)])
+    num = _numeric_grad(
+        lambda t: ref.discriminative_loss(X, ref.unpack(t, sizes, C, off), T, wrow, kind, masks),
+        theta, idx,
+    )
+    np.testing.assert_allclose(grad[idx], num, rtol=1e-5, atol=1e-7)
+
+
+def test_encoder_backward_uses_the_chosen_columns():
+    """`net_backward` on COL_W/COL_B (an undoubled encoder) matches finite differences too."""
+    rng, sizes, off, hcum, theta, X = _setup(seed=5)
+    n, C = len(X), 3
+    T = np.eye(C)[rng.integers(0, C, n)]
+    wrow = np.ones(n)
+    act, P = np.zeros(n * hcum[-1]), np.zeros((n, C))
+    empty = np.zeros(0)
+    K.forward_net(X, theta, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID, empty, 1.0, act)
+    K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
+    delta, grad = np.zeros_like(act), np.zeros_like(theta)
+    K.discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, C, K.SIGMOID, empty,
+                           delta, grad)
+    K.net_backward(X, act, delta, theta, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
+                   empty, grad)
+
+    def loss(t):
+        Pm = ref.unpack(t, sizes, C, off)
+        below, v = X, []
+        for W, b in zip(Pm["W"], Pm["b"]):
+            below = ref.phi(below @ W + b, 0)
+            v.append(below)
+        return -(T * np.log(ref.joint(v, Pm))).sum()
+
+    idx = _ranges(off, sizes, (K.COL_W, K.COL_B), C)
+    np.testing.assert_allclose(grad[idx], _numeric_grad(loss, theta, idx), rtol=1e-5, atol=1e-7)
