@@ -28,10 +28,18 @@ def drift_choices(state, position, width, from_drift):
         t = ((t + 1 + 2147483648) & 0xFFFFFFFF) - 2147483648  # Java int counter
         dt = ((t - position + 2147483648) & 0xFFFFFFFF) - 2147483648
         x = -4.0 * float(dt) / float(width)
-        # Java's Math.exp overflows to +inf (P = 0); a width of 0 (from alpha) gives +-inf/NaN
-        probability = 1.0 / (1.0 + math.exp(x))
         seed, u = jr.next_double(seed)
-        choose_drift = not (u > probability)
+        # Far from the centre the comparison is decided without exp (exactly, whatever
+        # exp's last bit): for x <= -40, 1 + exp(x) rounds to 1 so P == 1.0; for x >= 40,
+        # 0 <= P < 2**-53 (Java's exp overflows to +inf: P = 0), the smallest non-zero u.
+        # A width of 0 (from alpha = 90) gives x = +-inf or NaN, handled alike.
+        if x <= -40.0:
+            choose_drift = True
+        elif x >= 40.0:
+            choose_drift = u == 0.0
+        else:
+            probability = 1.0 / (1.0 + math.exp(x))
+            choose_drift = not (u > probability)
         from_drift[i] = choose_drift
         n_drift += choose_drift
     state[0] = seed

@@ -155,7 +155,7 @@ _LG6 = bits_to_double(0x3FC39A09D078C69F)
 _LG7 = bits_to_double(0x3FC2F112DF3E5244)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fdlibm_log(x):
     """Natural log exactly as fdlibm's `__ieee754_log`, i.e. Java's `StrictMath.log`."""
     bits = double_to_bits(x)
@@ -194,21 +194,19 @@ def fdlibm_log(x):
     s = f / (2.0 + f)
     dk = float(k)
     z = s * s
-    i = hx - 0x6147A
     w = z * z
-    j = 0x6B851 - hx
     t1 = w * (_LG2 + w * (_LG4 + w * _LG6))
     t2 = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7)))
-    i |= j
     R = t2 + t1
-    if i > 0:
-        hfsq = 0.5 * f * f
-        if k == 0:
-            return f - (hfsq - s * (hfsq + R))
-        return dk * _LN2_HI - ((hfsq - (s * (hfsq + R) + dk * _LN2_LO)) - f)
-    if k == 0:
-        return f - s * (f - R)
-    return dk * _LN2_HI - ((s * (f - R) - dk * _LN2_LO) - f)
+    hfsq = 0.5 * f * f
+    # fdlibm branches on `i > 0` and on `k == 0`; both arms are computed and one is
+    # selected (no unpredictable branch). With k == 0, dk * _LN2_HI and dk * _LN2_LO are
+    # +0.0 and the general formulas reduce exactly, sign of zero included, to fdlibm's
+    # k == 0 ones (0 - (a - f) == f - a in round-to-nearest).
+    big = ((hx - 0x6147A) | (0x6B851 - hx)) > 0
+    with_hfsq = dk * _LN2_HI - ((hfsq - (s * (hfsq + R) + dk * _LN2_LO)) - f)
+    without_hfsq = dk * _LN2_HI - ((s * (f - R) - dk * _LN2_LO) - f)
+    return with_hfsq if big else without_hfsq
 
 
 # --- block draws on a state array (used by tests and anywhere a plain sequence is needed) ---

@@ -35,27 +35,66 @@ N_RELEVANT = 7
 N_IRRELEVANT = 17
 
 
+def _jump_ahead(n_steps):
+    """Multipliers and addends of k LCG steps at once: seed_k = (A[k] * seed + C[k]) mod 2**48."""
+    A, C = [1], [0]
+    for _ in range(n_steps):
+        A.append(A[-1] * jr.MULTIPLIER & jr.MASK48)
+        C.append((C[-1] * jr.MULTIPLIER + jr.ADDEND) & jr.MASK48)
+    return np.array(A, dtype=np.int64), np.array(C, dtype=np.int64)
+
+
+# An instance takes 1 + 7 + 17 draws (unless a bounded draw is rejected, odds ~2e-8).
+JUMP_A, JUMP_C = _jump_ahead(1 + N_RELEVANT + N_IRRELEVANT)
+
+
+@njit(cache=True, inline="always")
+def _led_row_serial(seed, noise_percentage, pos, X, y, row, n_irrelevant):
+    """One instance, draw after draw, exactly as MOA (handles rejected draws)."""
+    seed, digit = jr.next_int_bounded(seed, 10)
+    for i in range(N_RELEVANT):
+        seed, r = jr.next_int_bounded(seed, 100)
+        X[row, pos[i]] = SEGMENTS[digit, i] ^ np.int64(r < noise_percentage)
+    for i in range(n_irrelevant):
+        seed, bit = jr.next_bits(seed, 1)
+        X[row, pos[N_RELEVANT + i]] = bit
+    y[row] = digit
+    return seed
+
+
 @njit(cache=True)
 def led_fill(state, noise_percentage, pos, X, y):
     """Fill `X` [n, d] and `y` [n] with LED instances; attribute i goes to column `pos[i]`.
 
     `d` is 24, or 7 when irrelevant attributes are suppressed. `state[0]` is the 48-bit
-    java.util.Random seed, advanced in place.
+    java.util.Random seed, advanced in place. MOA draws `nextInt(10)`, seven
+    `nextInt(100)` noise tests (flip when `1 + r <= noise`) and `nextInt(2)` per
+    irrelevant bit. All draws of an instance are computed straight from its starting seed
+    by jump-ahead (independent multiplies instead of one long dependency chain); the rare
+    instance with a rejected bounded draw is redone draw by draw.
 
     """
     seed = state[0]
     n_irrelevant = X.shape[1] - N_RELEVANT
+    n_draws = 1 + N_RELEVANT + n_irrelevant
     for row in range(X.shape[0]):
-        seed, digit = jr.next_int_bounded(seed, 10)
+        u = ((JUMP_A[1] * seed + JUMP_C[1]) & jr.MASK48) >> 17
+        digit = u % 10
+        rejected = u - digit + 9 >= 2147483648
         for i in range(N_RELEVANT):
-            seed, r = jr.next_int_bounded(seed, 100)
-            # MOA: flip when 1 + nextInt(100) <= noise; written as a xor, no branch
+            u = ((JUMP_A[2 + i] * seed + JUMP_C[2 + i]) & jr.MASK48) >> 17
+            r = u % 100
+            rejected |= u - r + 99 >= 2147483648
             X[row, pos[i]] = SEGMENTS[digit, i] ^ np.int64(r < noise_percentage)
         for i in range(n_irrelevant):
-            # nextInt(2) == next(31) >> 30 == the top bit of the new 48-bit seed
-            seed = (seed * jr.MULTIPLIER + jr.ADDEND) & jr.MASK48
-            X[row, pos[N_RELEVANT + i]] = seed >> 47
+            # nextInt(2) == next(31) >> 30 == the top bit of the 48-bit seed
+            k = 2 + N_RELEVANT + i
+            X[row, pos[N_RELEVANT + i]] = ((JUMP_A[k] * seed + JUMP_C[k]) & jr.MASK48) >> 47
         y[row] = digit
+        if rejected:
+            seed = _led_row_serial(seed, noise_percentage, pos, X, y, row, n_irrelevant)
+        else:
+            seed = (JUMP_A[n_draws] * seed + JUMP_C[n_draws]) & jr.MASK48
     state[0] = seed
 
 
@@ -94,8 +133,8 @@ class LED(MOAStream):
     'generators.LEDGenerator -i 1 -n 10'
     >>> for x, y in dataset.take(2):
     ...     print([int(v) for v in x.values()], y)
-    [1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0] 5
-    [0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 1, 1] 9
+    [1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0] 5
+    [1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 1, 1] 9
 
     The same stream as numpy blocks:
 
@@ -178,7 +217,7 @@ class LEDDrift(LED):
     'generators.LEDGeneratorDrift -i 1 -n 10 -d 4'
     >>> x, y = next(iter(dataset))
     >>> [int(v) for v in x.values()], y
-    ([0, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0], 5)
+    ([1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0], 5)
 
     Notes
     -----

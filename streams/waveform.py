@@ -88,7 +88,7 @@ class Waveform(MOAStream):
     'generators.WaveformGenerator -i 1 -n'
     >>> x, y = next(iter(dataset))
     >>> len(x), y, round(x[0], 6)
-    (40, 2, 0.386616)
+    (40, 0, -0.092386)
 
     Notes
     -----
@@ -178,7 +178,7 @@ class WaveformDrift(Waveform):
     'generators.WaveformGeneratorDrift -i 1 -n -d 10'
     >>> X, y = next(dataset.iter_arrays(chunk_size=100))
     >>> X.shape, y[:5].tolist()
-    ((100, 40), [0, 2, 0, 1, 1])
+    ((100, 40), [1, 1, 2, 2, 2])
 
     Notes
     -----
