@@ -97,8 +97,9 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     if defaults_from_config:
         p.add_argument("--quick", action="store_true",
                        help="the configs' short version (1 trial x 50,000 instances)")
-        p.add_argument("--models", type=_names, help="comma-separated subset of the models")
-        p.add_argument("--streams", type=_names, help="comma-separated subset of the streams")
+        p.add_argument("--models", type=_names, help="comma-separated models instead of the config's")
+        p.add_argument("--streams", type=_names,
+                       help="comma-separated streams instead of the config's")
 
 
 def _add_reproduce(sub) -> None:
@@ -186,21 +187,12 @@ def _settings(config: dict, args) -> dict:
     return settings
 
 
-def _subset(names, chosen, what):
-    if not chosen:
-        return names
-    unknown = [c for c in chosen if c not in names]
-    if unknown:
-        raise ValueError(f"Unknown {what} {', '.join(unknown)}: this run has {', '.join(names)}")
-    return [n for n in names if n in chosen]
-
-
 def _trials(config: dict, args) -> tuple[list, dict]:
     from .experiment import Trial
 
     s = _settings(config, args)
-    streams = _subset(list(s.get("streams", [])), getattr(args, "streams", None), "streams")
-    models = _subset(list(s.get("models", [])), getattr(args, "models", None), "models")
+    streams = getattr(args, "streams", None) or list(s.get("streams", []))
+    models = getattr(args, "models", None) or list(s.get("models", []))
     if not streams or not models:
         raise ValueError("No stream or no model to run: give --stream and --model, or --config")
     for name in streams:

@@ -93,15 +93,17 @@ def run_trial(trial: Trial, progress=None) -> dict:
     }
 
 
-def _queue_progress(queue, index):
-    def report(n):
-        queue.put((index, n))
-
-    return report
+_progress_queue = None  # set in each worker process by `_init_worker`
 
 
-def _run_in_worker(trial: Trial, queue, index: int) -> dict:
-    return run_trial(trial, progress=None if queue is None else _queue_progress(queue, index))
+def _init_worker(queue) -> None:
+    global _progress_queue
+    _progress_queue = queue
+
+
+def _run_in_worker(trial: Trial, index: int) -> dict:
+    queue = _progress_queue
+    return run_trial(trial, progress=None if queue is None else lambda n: queue.put((index, n)))
 
 
 class _Bars:
@@ -173,25 +175,32 @@ def _run_processes(trials, jobs, bars) -> list:
     import multiprocessing as mp
     import queue as queue_module
 
-    context = mp.get_context("spawn")  # a clean interpreter per worker: no forked threads
-    with context.Manager() as manager:
-        queue = None if bars.quiet else manager.Queue()
-        with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            pending = {
-                pool.submit(_run_in_worker, t, queue, i): i for i, t in enumerate(trials)
-            }
-            results: list = [None] * len(trials)
-            while pending:
-                done, _ = futures.wait(pending, timeout=0.2, return_when=futures.FIRST_COMPLETED)
-                while queue is not None:
-                    try:
-                        bars.update(*queue.get_nowait())
-                    except queue_module.Empty:
-                        break
-                for f in done:
-                    i = pending.pop(f)
-                    results[i] = f.result()
-                    bars.done(i)
+    # Workers fork from a server that imported this module once: cheap to start, and no
+    # threads of this process (progress bars) are copied into them.
+    context = mp.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    queue = None if bars.quiet else context.Queue()
+    results: list = [None] * len(trials)
+    with futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(queue,)
+    ) as pool:
+        pending = {pool.submit(_run_in_worker, t, i): i for i, t in enumerate(trials)}
+
+        def drain(timeout):
+            while queue is not None:
+                try:
+                    bars.update(*queue.get(timeout=timeout))
+                except queue_module.Empty:
+                    return
+
+        while pending:
+            done, _ = futures.wait(pending, timeout=0.2, return_when=futures.FIRST_COMPLETED)
+            drain(timeout=0.001)
+            for f in done:
+                i = pending.pop(f)
+                results[i] = f.result()
+                bars.done(i)
+        drain(timeout=0.05)  # messages still in flight when the last trial returned
     return results
 
 

@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaluation import experiment
+from evaluation.__main__ import main
+from evaluation.experiment import Trial, run_trials, summarise, trial_seeds
+
+FAST = "river:dummy.NoChangeClassifier"  # predicts the last label it learnt: fast
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--stream", "nope", "--model", FAST], "Unknown stream 'nope'"),
+        (["run", "--stream", "led", "--model", "nope"], "Unknown model 'nope'"),
+        (["run", "--stream", "led", "--model", "river:tree.Nope"], "river.tree.Nope does not exist"),
+        (["run", "--stream", "led", "--model", "river:stats.Mean"], "not a classifier"),
+        (["run", "--stream", "led", "--model", FAST, "--instances", "0"], "positive integer, got 0"),
+        (["run", "--stream", "led", "--model", FAST, "--trials", "-2"], "positive integer, got -2"),
+        (["run", "--stream", "led", "--model", FAST, "--jobs", "0"], "positive integer, got 0"),
+        (["run", "--stream", "led", "--model", FAST, "--label-ratio", "2"], "must be in [0, 1]"),
+        (["run", "--stream", "led", "--model", FAST, "--set", "nope=1"], "Invalid parameters"),
+        (["run", "--config", "nope"], "No config 'nope'"),
+        (["compare", "--models", f"{FAST},nope"], "Unknown model 'nope'"),
+        (["reproduce", "--bogus"], "unrecognized arguments: --bogus"),
+        (["plot", "--csv", "missing.csv", "--out", "x"], "cannot read 'missing.csv'"),
+        ([], "required: COMMAND"),
+    ],
+)
+def test_bad_arguments_fail_in_one_line(capsys, tmp_path, argv, message):
+    argv = [a if a != "x" else str(tmp_path / "x") for a in argv]
+    code, out, err = run_cli(capsys, *argv, *(["--out", str(tmp_path / "out")] if argv and
+                                               argv[0] in ("run", "compare", "reproduce") else []))
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_unwritable_output_directory(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code, _, err = run_cli(capsys, "run", "--stream", "led", "--model", FAST, "--instances",
+                           "100", "--quiet", "--out", str(blocker / "out"))
+    assert code == 2 and err.startswith("error: Cannot write to output directory")
+    assert err.count("\n") == 1
+
+
+def test_subprocess_exit_code_and_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "evaluation", "run", "--stream", "led", "--model", "nope"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: Unknown model 'nope'. Known models: dhbm-mf, dhbm-sap, dhda, pl-mlp, sben, hsda, "
+        "or river:<module>.<Class>"
+    ]
+
+
+def test_run_writes_every_output(capsys, tmp_path):
+    out = tmp_path / "run"
+    code, stdout, _ = run_cli(capsys, "run", "--stream", "led", "--model", FAST, "--instances",
+                              "2500", "--trials", "2", "--quiet", "--out", str(out))
+    assert code == 0
+    assert "| led | river:dummy.NoChangeClassifier | 2 | 2,500 |" in stdout
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["curves.csv", "prequential_error.pdf", "prequential_error.png",
+                     "settings.json", "summary.csv", "summary.md"]
+    curves = pd.read_csv(out / "curves.csv")
+    assert list(curves.columns) == ["stream", "model", "trial", "position", "faded_error", "error"]
+    assert curves.position.tolist() == [1000, 2000, 2500] * 2
+    assert curves.trial.tolist() == [0] * 3 + [1] * 3
+    assert curves.faded_error.between(0, 1).all()
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary.trials.tolist() == [2] and summary.instances.tolist() == [2500]
+    assert json.loads((out / "settings.json").read_text())["instances"] == 2500
+
+
+def test_config_quick_and_flags(capsys, tmp_path):
+    out = tmp_path / "cmp"
+    code, _, _ = run_cli(capsys, "compare", "--quick", "--models", FAST, "--streams", "led",
+                         "--instances", "500", "--step", "250", "--quiet", "--out", str(out))
+    assert code == 0
+    settings = json.loads((out / "settings.json").read_text())["compare"]
+    assert settings["trials"] == 1  # from [quick]
+    assert settings["instances"] == 500  # the flag beats [quick]
+    assert settings["models"] == [FAST] and settings["streams"] == ["led"]
+    assert (out / "compare.png").exists()
+
+
+def small_trials():
+    return [
+        Trial("led", FAST, k, instances=1200, step=400) for k in range(2)
+    ] + [Trial("waveform", "river:linear_model.LogisticRegression", 0, instances=600, step=300)]
+
+
+def curves_of(results):
+    return experiment.curves_frame(results)
+
+
+def test_results_do_not_depend_on_jobs():
+    trials = small_trials()
+    one = curves_of(run_trials(trials, jobs=1, quiet=True))
+    two = curves_of(run_trials(trials, jobs=2, quiet=True))
+    pd.testing.assert_frame_equal(one, two)
+    # trials differ from each other (seeds are per trial)
+    a, b = (one[(one.stream == "led") & (one.trial == k)].faded_error.to_numpy() for k in (0, 1))
+    assert not np.array_equal(a, b)
+
+
+def test_dask_local_cluster_gives_the_same_results():
+    distributed = pytest.importorskip("distributed")
+    trials = small_trials()[:2]
+    local = curves_of(run_trials(trials, quiet=True))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            remote = curves_of(run_trials(trials, scheduler=client, quiet=True))
+    pd.testing.assert_frame_equal(local, remote)
+
+
+def test_trial_seeds():
+    s = trial_seeds("led", "dhbm-mf", 3)
+    assert s == trial_seeds("led", "dhbm-mf", 3)
+    assert all(0 <= v < 2**31 for v in s)
+    other_model = trial_seeds("led", "dhda", 3)
+    assert other_model[:2] == s[:2]  # same stream and mask for every model of a trial
+    assert other_model[2] != s[2]
+    assert trial_seeds("led", "dhbm-mf", 4)[:2] != s[:2]
+    assert trial_seeds("led", "dhbm-mf", 3, seed=1) != s
+
+
+def test_summary_is_mean_and_standard_error_over_trials():
+    curves = pd.DataFrame({
+        "stream": ["s"] * 4, "model": ["m"] * 4, "trial": [0, 0, 1, 1],
+        "position": [10, 20, 10, 20], "faded_error": [0.4, 0.2, 0.6, 0.3],
+        "error": [0.4, 0.3, 0.6, 0.5],
+    })
+    row = summarise(curves).iloc[0]
+    assert row.trials == 2 and row.instances == 20
+    assert row.mean_faded_error == pytest.approx((0.3 + 0.45) / 2)
+    assert row.final_faded_error == pytest.approx(0.25)
+    assert row.final_faded_error_se == pytest.approx(np.std([0.2, 0.3], ddof=1) / np.sqrt(2))
+    assert "| s | m | 2 | 20 | 37.50 ± 7.50 | 25.00 ± 5.00 |" in experiment.summary_markdown(
+        summarise(curves))
+
+
+def synthetic_curves():
+    rows = []
+    for stream in ("led", "waveform"):
+        for model in ("dhbm-mf", "pl-mlp"):
+            for trial in range(2):
+                for pos in range(1000, 80_001, 1000):
+                    e = 0.2 + 0.5 * np.exp(-pos / 10_000) + 0.01 * trial
+                    rows.append((stream, model, trial, pos, e, e + 0.05))
+    return pd.DataFrame(rows, columns=experiment.CURVE_COLUMNS)
+
+
+def test_plot_from_csv_alone(capsys, tmp_path):
+    csv = tmp_path / "curves.csv"
+    synthetic_curves().to_csv(csv, index=False)
+    code, out, _ = run_cli(capsys, "plot", "--csv", str(csv), "--out", str(tmp_path / "fig"),
+                           "--name", "figure3")
+    assert code == 0
+    for ext in ("png", "pdf"):
+        path = tmp_path / "fig" / f"figure3.{ext}"
+        assert path.stat().st_size > 1000 and str(path) in out
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"x": [1]}).to_csv(bad, index=False)
+    code, _, err = run_cli(capsys, "plot", "--csv", str(bad), "--out", str(tmp_path / "fig2"))
+    assert code == 2 and "lacks the columns" in err
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    import evaluation.plots
+
+    def broken(curves):
+        raise RuntimeError("disk full")
+
+    results = run_trials(small_trials()[:1], quiet=True)
+    monkeypatch.setattr(evaluation.plots, "draw_figure", broken)
+    with pytest.raises(RuntimeError):
+        experiment.write_outputs(results, tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
