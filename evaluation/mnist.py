@@ -550,6 +550,18 @@ def _floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
+def _assignment(text: str) -> tuple[str, object]:
+    """`key=value` with a TOML value (`0.05`, `[784, 784]`, `"sap"`); bare words are strings."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        parsed = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value
+    return key.strip(), parsed
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `mnist` subcommand to an argparse `subparsers` object."""
     p = subparsers.add_parser(
@@ -571,6 +583,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--select-train", type=_positive_int,
                    help="unlabeled images of each grid-search run (config value)")
     p.add_argument("--select-epochs", type=_positive_int, help="epochs of each grid-search run")
+    p.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+                   help="model parameter on top of the config, e.g. --set mf_steps=2 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
     p.add_argument("--out", type=Path, help="output directory (default results/mnist-<model>)")
@@ -604,6 +618,7 @@ def load_settings(args) -> dict:
         s["grid"]["learning_rate"] = args.lr
     if args.beta is not None:
         s["grid"]["beta"] = args.beta
+    s["params"].update(dict(getattr(args, "set", [])))
     s["seed"] = args.seed
     return s
 

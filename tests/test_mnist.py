@@ -282,3 +282,66 @@ def test_summary_table_sits_beside_the_papers_rows():
     assert "15.80 ± 0.90" in lines[i] and lines[i + 1] == (
         "| 3-DHBM (this run) | 21.00 ± 1.00 | river-dhbm, 2 trials |")
     assert "| DROPNN+PL+DAE | 10.49 |" in table and "| NN | 25.81 |" in table
+
+
+# ---------------------------------------------------------------------------------- real models
+
+CONFIG = """
+model = "{model}"
+labels = 50
+validation = 200
+epochs = 6
+labeled_per_batch = 5
+unlabeled_per_batch = 5
+beta_schedule = [3, 30]
+trials = 2
+select_train = 600
+select_epochs = 2
+
+[grid]
+learning_rate = [0.05, 0.11]
+beta = [0.35]
+
+[params]
+hidden_sizes = [32, 32]
+{extra}
+"""
+
+
+def test_set_flag_and_grid_flags_override_the_config(tmp_path):
+    args = parse(["mnist", "--model", "dhda", "--lr", "0.07", "--set", "corruption=0.3",
+                  "--set", "hidden_sizes=[8, 8]", "--trials", "3"])
+    s = mnist.load_settings(args)
+    assert s["grid"]["learning_rate"] == [0.07] and s["trials"] == 3
+    assert s["params"]["corruption"] == 0.3 and s["params"]["hidden_sizes"] == [8, 8]
+    selection, trials = mnist.make_specs(s)
+    assert len(selection) == 3 and len(trials) == 3  # lr fixed, beta grid of 3
+    assert len({t.split_seed for t in trials}) == 3 and len({t.seed for t in trials}) == 3
+
+
+@pytest.mark.parametrize("model, extra", [("dhbm", 'estimator = "mf"'), ("dhda", "")])
+def test_cli_end_to_end_on_digits_idx_files(tmp_path, capsys, model, extra):
+    import river_dhbm
+
+    if not hasattr(river_dhbm, model.upper()):
+        pytest.skip(f"river_dhbm.{model.upper()} not available yet")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    digits_as_mnist(data_dir)
+    config = tmp_path / f"tiny_{model}.toml"
+    config.write_text(CONFIG.format(model=model, extra=extra))
+    out = tmp_path / "out"
+    args = parse(["mnist", "--data", str(data_dir), "--config", str(config), "--out", str(out),
+                  "--quiet"])
+    assert mnist.run(args) == 0
+    import pandas as pd
+
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 2 and (results["test_error"] < 0.5).all()  # chance: 0.9
+    assert results["learning_rate"].nunique() == 1
+    selection = pd.read_csv(out / "selection.csv")
+    assert sorted(selection["learning_rate"]) == [0.05, 0.11]
+    assert (selection["unlabeled_rows"] == 600).all()
+    tag = "3-DHBM" if model == "dhbm" else "3-DHDA"
+    assert f"| {tag} (this run) |" in (out / "summary.md").read_text()
+    assert f"| {tag} (this run) |" in capsys.readouterr().out
