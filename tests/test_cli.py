@@ -197,3 +197,22 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         experiment.write_outputs(results, tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_reproduce_runs_the_paper_configs(capsys, tmp_path):
+    from evaluation import registry
+
+    try:
+        registry.make_model("pl-mlp", 24, 10)
+    except ValueError as e:
+        pytest.skip(str(e))
+    out = tmp_path / "fig3"
+    code, stdout, _ = run_cli(capsys, "reproduce", "--quick", "--models", "pl-mlp",
+                              "--instances", "2000", "--quiet", "--out", str(out))
+    assert code == 0
+    curves = pd.read_csv(out / "curves.csv")
+    assert curves.stream.unique().tolist() == ["waveform", "led"]  # figure 3: Waveform on top
+    assert curves.trial.unique().tolist() == [0]
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["fig3_led"]["params"]["pl-mlp"]["hidden_sizes"] == [24, 24, 24, 24]
+    assert (out / "figure3.pdf").exists()
