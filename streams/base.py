@@ -68,6 +68,17 @@ class MOAStream(datasets.base.SyntheticDataset):
     first start of an object is MOA's freshly prepared stream, later starts are MOA's
     `restart()` (identical for every generator except `WaveformDrift`, see there).
 
+    Examples
+    --------
+
+    >>> from streams import LED
+    >>> stream = LED(seed=7)
+    >>> X, y = next(stream.iter_arrays(chunk_size=4))
+    >>> [(x, label) for x, label in stream.take(4)] == [
+    ...     (dict(enumerate(row)), label) for row, label in zip(X.tolist(), y.tolist())
+    ... ]
+    True
+
     """
 
     #: MOA declares LED attributes nominal; MOA's NormalisationFilter leaves those alone.

@@ -162,7 +162,9 @@ class ConceptDriftStream(MOAStream):
     read); re-seeding makes every iteration the MOA stream of `moa_cli()` (up to
     `WaveformDrift`'s own restart rule). MOA uses `Math.exp`, which may differ from the C
     library's `exp` by one ulp on rare inputs; a choice can only change if the uniform
-    draw falls between the two values (odds about 1e-16 per instance).
+    draw falls between the two values (odds about 1e-16 per instance). Pass distinct
+    objects as `stream` and `drift_stream` (as MOA's command line builds them): one object
+    passed twice is started twice, and a `WaveformDrift`'s second start is a restart.
 
     """
 
