@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .pseudo_label import PseudoLabelMLP
+
+__all__: list[str] = ["PseudoLabelMLP"]

@@ -1,0 +1,242 @@
+"""PseudoLabelMLP: kernels against the numpy reference, gradients, pinned choices, River checks."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from river import checks
+
+import reference_mlp as ref
+from river_dhbm import kernels, mlp_kernels
+from river_dhbm.pseudo_label import PseudoLabelMLP
+
+ACT = kernels.ACTIVATIONS
+
+
+class Net:
+    """Random parameters in the shared flat layout, with the reference's per-layer views."""
+
+    def __init__(self, sizes, C, seed):
+        rng = np.random.default_rng(seed)
+        self.sizes = np.array(sizes, dtype=np.int64)
+        self.hcum = kernels.hidden_offsets(self.sizes)
+        self.off = kernels.param_layout(self.sizes, C)
+        self.C = C
+        self.theta = np.zeros(self.off[-1, 2])
+        L = len(sizes) - 1
+        for l in range(L):
+            for col, size in ((kernels.COL_W, sizes[l] * sizes[l + 1]),
+                              (kernels.COL_B, sizes[l + 1])):
+                o = self.off[l, col]
+                self.theta[o : o + size] = rng.normal(0, 0.7, size)
+        o = self.off[L - 1, kernels.COL_U]
+        self.theta[o : o + sizes[L] * C] = rng.normal(0, 0.7, sizes[L] * C)
+        o = self.off[L, 1]
+        self.theta[o : o + C] = rng.normal(0, 0.3, C)
+
+    def ref(self, theta=None):
+        """(Ws, bs, V, d) as the reference wants them (`W^l` as `[H_l, H_{l-1}]`)."""
+        theta = self.theta if theta is None else theta
+        s, off, L = self.sizes, self.off, len(self.sizes) - 1
+        Ws = [theta[off[l, 0] : off[l, 0] + s[l] * s[l + 1]].reshape(s[l], s[l + 1]).T.copy()
+              for l in range(L)]
+        bs = [theta[off[l, 1] : off[l, 1] + s[l + 1]].copy() for l in range(L)]
+        o = off[L - 1, kernels.COL_U]
+        V = theta[o : o + s[L] * self.C].reshape(s[L], self.C).copy()
+        d = theta[off[L, 1] : off[L, 1] + self.C].copy()
+        return Ws, bs, V, d
+
+    def update(self, X, y, activation, mask, keep, lr, beta, theta=None):
+        theta = self.theta.copy() if theta is None else theta
+        mlp_kernels.mlp_update(X, y, theta, self.off, self.sizes, self.hcum, self.C,
+                               ACT[activation], mask, keep, lr, beta, np.zeros_like(theta))
+        return theta
+
+
+def _masks(sizes, B, dropout, seed):
+    """Flat masks for the kernel and per-layer masks for the reference."""
+    rng = np.random.default_rng(seed)
+    flat = (rng.random(B * int(sum(sizes[1:]))) >= dropout).astype(float)
+    per_layer, o = [], 0
+    for h in sizes[1:]:
+        per_layer.append(flat[o : o + B * h].reshape(B, h))
+        o += B * h
+    return flat, per_layer
+
+
+def _batch(B, D, C, n_lab, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.random((B, D))
+    y = np.full(B, -1, dtype=np.int64)
+    y[rng.permutation(B)[:n_lab]] = rng.integers(0, C, n_lab)
+    return X, y
+
+
+CASES = [
+    # sizes, C, activation, dropout, n_lab, beta
+    ((5, 4), 3, "relu", 0.0, 6, 0.1),
+    ((6, 5, 4, 3), 4, "relu", 0.5, 2, 0.3),
+    ((4, 7, 3), 2, "sigmoid", 0.5, 0, 0.5),
+    ((4, 6, 6), 3, "sigmoid", 0.0, 8, 0.0),
+    ((3, 2), 1, "relu", 0.3, 1, 1.0),
+]
+
+
+@pytest.mark.parametrize("sizes, C, activation, dropout, n_lab, beta", CASES)
+def test_update_matches_reference(sizes, C, activation, dropout, n_lab, beta):
+    B, keep, lr = 8, 1.0 - dropout, 0.07
+    net = Net(sizes, C, seed=1)
+    X, y = _batch(B, sizes[0], C, n_lab, seed=2)
+    flat, masks = _masks(net.sizes, B, dropout, seed=3)
+    expected = ref.update(X, y, *net.ref(), activation, masks, keep, lr, beta)
+    got = net.ref(net.update(X, y, activation, flat, keep, lr, beta))
+    for a, b in zip(expected[0] + expected[1] + list(expected[2:]), got[0] + got[1] + list(got[2:])):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+def test_no_dropout_mask_equals_all_ones_mask():
+    net = Net((4, 5, 3), 3, seed=2)
+    X, y = _batch(6, 4, 3, 3, seed=2)
+    ones = np.ones(6 * 8)
+    np.testing.assert_array_equal(net.update(X, y, "relu", np.empty(0), 1.0, 0.1, 0.2),
+                                  net.update(X, y, "relu", ones, 1.0, 0.1, 0.2))
+
+
+@pytest.mark.parametrize("activation, keep", [("relu", 0.5), ("sigmoid", 1.0), ("sigmoid", 0.7)])
+def test_proba_matches_reference_with_dropout_scaled_out(activation, keep):
+    net = Net((5, 6, 4), 3, seed=4)
+    X, _ = _batch(7, 5, 3, 0, seed=5)
+    _, _, P = ref.forward(X, *net.ref(), activation, keep=keep)
+    got = mlp_kernels.mlp_proba(X, net.theta, net.off, net.sizes, net.hcum, 3, ACT[activation],
+                                keep)
+    np.testing.assert_allclose(got, P, rtol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "relu"])
+def test_gradient_is_the_loss_gradient(activation):
+    """The kernel's step (lr = 1) is minus the gradient of the reference loss, by finite
+    differences, with the dropout masks and the (pseudo-)targets fixed."""
+    B, C, beta = 9, 3, 0.4
+    net = Net((4, 5, 3), C, seed=6)
+    X, y = _batch(B, 4, C, 4, seed=7)
+    flat, masks = _masks(net.sizes, B, 0.3, seed=8)
+    T = ref.pseudo_targets(X, y, *net.ref(), activation, 0.7)
+    w = ref.row_weights(y, beta)
+    step = net.theta - net.update(X, y, activation, flat, 0.7, 1.0, beta)
+    # Every coordinate the MLP uses: W^l, b^l, U^L, d (the rest of the layout must not move).
+    used = np.flatnonzero(net.theta)
+    eps, fd = 1e-6, np.zeros_like(net.theta)
+    for i in used:
+        e = np.zeros_like(net.theta)
+        e[i] = eps
+        fd[i] = (ref.loss(X, T, w, *net.ref(net.theta + e), activation, masks)
+                 - ref.loss(X, T, w, *net.ref(net.theta - e), activation, masks)) / (2 * eps)
+    np.testing.assert_allclose(step, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_pseudo_labels_are_the_prediction_mode_argmax():
+    """An unlabeled batch with beta = 1 takes exactly the step of the same batch labeled with
+    the model's current predictions (prediction-mode net: dropout scaled out)."""
+    model = PseudoLabelMLP(hidden_sizes=(6, 5), dropout=0.5, batch_size=10, seed=0)
+    X, y = _batch(40, 4, 3, 40, seed=9)
+    model.learn_arrays(X, y)
+    Xb = X[:10]
+    predicted = model.predict_proba_arrays(Xb).argmax(axis=1).astype(np.int64)
+    mask = (np.random.default_rng(1).random(10 * 11) < 0.5).astype(float)
+    steps = []
+    for labels in (np.full(10, -1, dtype=np.int64), predicted):
+        theta = model._theta.copy()
+        mlp_kernels.mlp_update(Xb, labels, theta, model._off, model._sizes, model._hcum, 3,
+                               model._kind, mask, 0.5, 0.05, 1.0, np.zeros_like(theta))
+        steps.append(theta)
+    assert not np.array_equal(steps[0], model._theta)
+    np.testing.assert_array_equal(steps[0], steps[1])
+
+
+def test_each_term_is_averaged_over_its_own_rows():
+    """With beta = 0 the unlabeled rows do not dilute the labeled gradient: one labeled row among
+    nine unlabeled ones gives the step of that row alone."""
+    net = Net((4, 5), 3, seed=10)
+    X, y = _batch(10, 4, 3, 1, seed=11)
+    i = int(np.flatnonzero(y >= 0)[0])
+    np.testing.assert_allclose(net.update(X, y, "relu", np.empty(0), 1.0, 0.1, 0.0),
+                               net.update(X[i : i + 1], y[i : i + 1], "relu", np.empty(0), 1.0,
+                                          0.1, 0.0), rtol=1e-13)
+
+
+def test_unlabeled_only_batch_with_beta_zero_changes_nothing():
+    model = PseudoLabelMLP(hidden_sizes=(6,), beta=0.0, batch_size=5, seed=0)
+    X, y = _batch(10, 3, 2, 10, seed=12)
+    model.learn_arrays(X[:5], y[:5])
+    before = model._theta.copy()
+    model.learn_arrays(X[5:], y[5:], np.zeros(5, dtype=bool))
+    np.testing.assert_array_equal(model._theta, before)
+
+
+def test_beta_schedule_follows_eq_17():
+    from river_dhbm.pseudo_label import beta_at
+
+    assert [beta_at(0.5, (2, 6), t) for t in (0, 2, 4, 6, 9)] == [0.0, 0.0, 0.25, 0.5, 0.5]
+    assert beta_at(0.5, None, 0) == 0.5
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"hidden_sizes": ()}, r"Invalid hidden_sizes \(\(\)\)"),
+        ({"hidden_sizes": [4, 1.5]}, r"Invalid hidden_sizes \(\[4, 1.5\]\)"),
+        ({"hidden_sizes": (4, 0)}, r"Invalid hidden_sizes"),
+        ({"learning_rate": -0.1}, r"Invalid learning_rate \(-0.1\). Valid range is \(0.0, inf\)"),
+        ({"learning_rate": 0}, r"Invalid learning_rate \(0\)"),
+        ({"beta": -1.0}, r"Invalid beta \(-1.0\). Valid range is \[0.0, inf\)"),
+        ({"dropout": 1.0}, r"Invalid dropout \(1.0\). Valid range is \[0.0, 1.0\)"),
+        ({"dropout": float("nan")}, r"Invalid dropout \(nan\)"),
+        ({"activation": "tanh"}, r"Invalid activation \('tanh'\)"),
+        ({"beta_schedule": (5, 2)}, r"Invalid beta_schedule \(\(5, 2\)\)"),
+        ({"batch_size": 0}, r"Invalid batch_size \(0\)"),
+    ],
+)
+def test_invalid_params(params, match):
+    with pytest.raises(ValueError, match=match):
+        PseudoLabelMLP(**params)
+
+
+def _model_checks():
+    for params in PseudoLabelMLP._unit_test_params():
+        for check in checks.yield_checks(PseudoLabelMLP(**params)):
+            yield pytest.param(params, check, id=f"{check.__name__}-{params['hidden_sizes']}")
+
+
+@pytest.mark.parametrize("params, check", list(_model_checks()))
+def test_river_checks(params, check):
+    check(copy.deepcopy(PseudoLabelMLP(**params)))
+
+
+def test_paper_settings():
+    model = PseudoLabelMLP.paper()
+    assert (model.learning_rate, model.beta, model.dropout) == (0.051, 0.1, 0.5)
+    assert model.activation == "relu"
+
+
+def test_new_class_adds_a_zero_output_column():
+    model = PseudoLabelMLP(hidden_sizes=(4,), batch_size=2, seed=0)
+    model.learn_one({"a": 1.0}, "x")
+    model.learn_one({"a": 0.0}, "y")
+    U = kernels.label_weights(model._theta, model._off, model._sizes, 0, 2).copy()
+    model.learn_one({"a": 0.5}, "z")
+    U3 = kernels.label_weights(model._theta, model._off, model._sizes, 0, 3)
+    np.testing.assert_array_equal(U3[:, :2], U)
+    np.testing.assert_array_equal(U3[:, 2], 0.0)
+    assert set(model.predict_proba_one({"a": 0.2})) == {"x", "y", "z"}
+
+
+def test_long_run_stays_finite_with_paper_settings():
+    rng = np.random.default_rng(0)
+    X = rng.random((20_000, 24)) * (rng.random((20_000, 24)) < 0.5)
+    y = rng.integers(0, 10, 20_000)
+    model = PseudoLabelMLP.paper(hidden_sizes=(24, 24, 24, 24), seed=1)
+    model.learn_arrays(X, y, rng.random(20_000) < 0.1)
+    assert np.isfinite(model._theta).all()
+    assert np.isfinite(model.predict_proba_arrays(X[:100])).all()
