@@ -296,7 +296,8 @@ class TrialSpec:
     """One training run: a picklable recipe (the data is passed separately).
 
     `beta_schedule` is eq. 17's `(T1, T2)` in labeled epochs; the model gets it in updates.
-    `max_train` caps the unlabeled rows used (None: all). `split_seed` fixes which images are
+    `max_train` caps the unlabeled rows used (None: all); grid-search runs skip the test
+    images (`score_test` False). `split_seed` fixes which images are
     labeled and held out, `seed` the model and the order of the mini-batches.
     """
 
@@ -312,6 +313,7 @@ class TrialSpec:
     unlabeled_per_batch: int = 10
     beta_schedule: tuple | None = (3, 300)
     max_train: int | None = None
+    score_test: bool = True
 
     def updates_per_labeled_epoch(self) -> float:
         return self.labels / self.labeled_per_batch
@@ -379,7 +381,8 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
         "learning_rate": spec.params.get("learning_rate"),
         "beta": spec.params.get("beta"),
         "validation_error": error_rate(model, X[validation], y[validation]),
-        "test_error": error_rate(model, data.test_images, data.test_labels),
+        "test_error": (error_rate(model, data.test_images, data.test_labels)
+                       if spec.score_test else float("nan")),
         "updates": updates,
         "unlabeled_rows": len(unlabeled),
         "seconds": time.perf_counter() - start,
@@ -644,7 +647,7 @@ def make_specs(s: dict) -> tuple[list[TrialSpec], list[TrialSpec]]:
         selection = [
             TrialSpec(**common, trial=-1, seed=_seed(base, 1, i), split_seed=_seed(base, 0, 0),
                       params={**s["params"], **p}, epochs=s.get("select_epochs", s.get("epochs", 6)),
-                      max_train=s.get("select_train", s.get("max_train")))
+                      max_train=s.get("select_train", s.get("max_train")), score_test=False)
             for i, p in enumerate(points)
         ]
     fixed = points[0] if len(points) == 1 else {}

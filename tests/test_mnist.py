@@ -341,7 +341,7 @@ def test_cli_end_to_end_on_digits_idx_files(tmp_path, capsys, model, extra):
     assert results["learning_rate"].nunique() == 1
     selection = pd.read_csv(out / "selection.csv")
     assert sorted(selection["learning_rate"]) == [0.05, 0.11]
-    assert (selection["unlabeled_rows"] == 600).all()
+    assert (selection["unlabeled_rows"] == 600).all() and selection["test_error"].isna().all()
     tag = "3-DHBM" if model == "dhbm" else "3-DHDA"
     assert f"| {tag} (this run) |" in (out / "summary.md").read_text()
     assert f"| {tag} (this run) |" in capsys.readouterr().out
