@@ -1,4 +1,4 @@
-"""`python -m evaluation ...` (see `evaluation.cli`); the `river-dhbm` console script calls `main`."""
+"""`python -m evaluation ...` (see `evaluation.cli`); the `river-dhbm` script calls `main`."""
 
 from __future__ import annotations
 

@@ -97,7 +97,8 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     if defaults_from_config:
         p.add_argument("--quick", action="store_true",
                        help="the configs' short version (1 trial x 50,000 instances)")
-        p.add_argument("--models", type=_names, help="comma-separated models instead of the config's")
+        p.add_argument("--models", type=_names,
+                       help="comma-separated models instead of the config's")
         p.add_argument("--streams", type=_names,
                        help="comma-separated streams instead of the config's")
 
@@ -124,7 +125,8 @@ def _add_compare(sub) -> None:
 def _add_run(sub) -> None:
     p = sub.add_parser("run", help="one stream and one model (or a config file)")
     p.add_argument("--stream", help=f"one of {', '.join(registry.STREAMS)}")
-    p.add_argument("--model", help=f"one of {', '.join(registry.MODELS)}, or river:<module>.<Class>")
+    p.add_argument("--model",
+                   help=f"one of {', '.join(registry.MODELS)}, or river:<module>.<Class>")
     p.add_argument("--config", help="a TOML config (a file or a bundled name); flags override")
     _add_run_flags(p, defaults_from_config=False)
     p.set_defaults(func=_cmd_run, figure="prequential_error")
@@ -183,7 +185,8 @@ def _settings(config: dict, args) -> dict:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"Invalid {key} ({value!r}). Must be a positive integer")
     if not 0.0 < settings["fading_factor"] <= 1.0:
-        raise ValueError(f"Invalid fading_factor ({settings['fading_factor']}). Valid range is (0, 1]")
+        value = settings["fading_factor"]
+        raise ValueError(f"Invalid fading_factor ({value}). Valid range is (0, 1]")
     return settings
 
 

@@ -265,11 +265,13 @@ def summarise(curves: pd.DataFrame) -> pd.DataFrame:
     )
     rows = []
     for (stream, model), g in per_trial.groupby(["stream", "model"], sort=False):
-        row = {"stream": stream, "model": model, "trials": len(g), "instances": int(g.instances.max())}
+        row = {"stream": stream, "model": model, "trials": len(g),
+               "instances": int(g.instances.max())}
         for col in ("mean_faded_error", "final_faded_error", "final_error"):
             values = g[col].to_numpy()
             row[col] = values.mean()
-            row[f"{col}_se"] = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else np.nan
+            n = len(values)
+            row[f"{col}_se"] = values.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -328,7 +330,8 @@ def check_writable(out: Path) -> Path:
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise ValueError(f"Cannot write to output directory {str(out)!r}: {e.strerror or e}") from None
+        reason = e.strerror or e
+        raise ValueError(f"Cannot write to output directory {str(out)!r}: {reason}") from None
     return out
 
 

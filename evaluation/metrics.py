@@ -1,4 +1,4 @@
-"""Prequential error with a fading factor (Gama et al. 2013; Ororbia et al. eq. 18) as a River metric."""
+"""Prequential error with a fading factor (Gama et al. 2013; paper eq. 18) as a River metric."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ class PrequentialError(metrics.base.MultiClassMetric):
 
     At time $i$ the metric is
 
-    $$P_\\alpha(i) = \\frac{\\sum_{k=1}^i \\alpha^{i-k} L(y_k, \\hat{y}_k)}{\\sum_{k=1}^i \\alpha^{i-k}}$$
+    $$P_\\alpha(i) = \\frac{\\sum_{k=1}^i \\alpha^{i-k} L(y_k, \\hat{y}_k)}
+                         {\\sum_{k=1}^i \\alpha^{i-k}}$$
 
     with the 0-1 loss $L$, so recent mistakes weigh more than old ones and the metric follows a
     drifting stream. Both sums are kept as running totals, so an update costs O(1) and the memory

@@ -23,7 +23,7 @@ STREAMS = {
     "led": "the paper's drifting LED stream (24 attributes, 10 classes)",
     "waveform": "the paper's drifting, normalised Waveform stream (40 attributes, 3 classes)",
     "led-stationary": "MOA's LED generator, 10 % noise, 24 attributes, no drift",
-    "waveform-stationary": "MOA's Waveform generator with noise (40 attributes), normalised, no drift",
+    "waveform-stationary": "MOA's Waveform generator, 40 noisy attributes, normalised, no drift",
 }
 
 #: Model name -> (class in `river_dhbm`, fixed constructor arguments).
@@ -57,7 +57,9 @@ def make_stream(name: str, seed: int):
     return streams.NormalisationFilter(streams.Waveform(seed=seed, has_noise=True))
 
 
-def masked_stream(name: str, seed: int, label_ratio: float, label_batch: int | None, mask_seed: int):
+def masked_stream(
+    name: str, seed: int, label_ratio: float, label_batch: int | None, mask_seed: int
+):
     """The stream `name` behind a `streams.LabelMask`."""
     import streams
 

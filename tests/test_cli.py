@@ -26,9 +26,9 @@ def run_cli(capsys, *argv):
     [
         (["run", "--stream", "nope", "--model", FAST], "Unknown stream 'nope'"),
         (["run", "--stream", "led", "--model", "nope"], "Unknown model 'nope'"),
-        (["run", "--stream", "led", "--model", "river:tree.Nope"], "river.tree.Nope does not exist"),
+        (["run", "--stream", "led", "--model", "river:tree.Nope"], "tree.Nope does not exist"),
         (["run", "--stream", "led", "--model", "river:stats.Mean"], "not a classifier"),
-        (["run", "--stream", "led", "--model", FAST, "--instances", "0"], "positive integer, got 0"),
+        (["run", "--stream", "led", "--model", FAST, "--instances", "0"], "integer, got 0"),
         (["run", "--stream", "led", "--model", FAST, "--trials", "-2"], "positive integer, got -2"),
         (["run", "--stream", "led", "--model", FAST, "--jobs", "0"], "positive integer, got 0"),
         (["run", "--stream", "led", "--model", FAST, "--label-ratio", "2"], "must be in [0, 1]"),
@@ -216,3 +216,32 @@ def test_reproduce_runs_the_paper_configs(capsys, tmp_path):
     settings = json.loads((out / "settings.json").read_text())
     assert settings["fig3_led"]["params"]["pl-mlp"]["hidden_sizes"] == [24, 24, 24, 24]
     assert (out / "figure3.pdf").exists()
+
+
+def test_registry_builds_the_compare_models():
+    from river import multiclass
+
+    from evaluation import registry
+
+    config = registry.load_config("compare")
+    river_models = [m for m in config["models"] if m.startswith("river:")]
+    assert len(river_models) == 5
+    for name in river_models:
+        model = registry.make_model(name, 24, 10, seed=1)
+        assert model._multiclass
+    lr = registry.make_model("river:linear_model.LogisticRegression", 24, 10)
+    assert isinstance(lr, multiclass.OneVsRestClassifier)  # binary in River: one-vs-rest
+    arf = registry.make_model("river:forest.ARFClassifier", 24, 10, seed=7)
+    assert arf.seed == 7
+    assert set(registry.load_config("fig3_led")["models"]) == {"pl-mlp", "dhbm-mf", "dhbm-sap",
+                                                               "dhda"}
+
+
+def test_cli_scheduler_address(capsys, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        code, stdout, _ = run_cli(capsys, "run", "--stream", "led", "--model", FAST,
+                                  "--instances", "1000", "--trials", "2", "--quiet",
+                                  "--scheduler", cluster.scheduler_address)
+    assert code == 0 and "| led | river:dummy.NoChangeClassifier | 2 | 1,000 |" in stdout

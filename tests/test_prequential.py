@@ -8,7 +8,7 @@ from evaluation import PrequentialError, prequential, takes_unlabeled
 
 
 class ToyMasked:
-    """A finite label-masked stream with both interfaces of `streams.LabelMask` over the same rows."""
+    """A finite label-masked stream with both interfaces of `streams.LabelMask`, same rows."""
 
     n_features, n_classes = 3, 3
 
@@ -38,7 +38,8 @@ class Listed:
     """Rows given literally: `(x, y, {"labeled": ...})`."""
 
     def __init__(self, ys, labeled):
-        self.rows = [({0: float(i)}, y, {"labeled": k}) for i, (y, k) in enumerate(zip(ys, labeled))]
+        pairs = enumerate(zip(ys, labeled))
+        self.rows = [({0: float(i)}, y, {"labeled": k}) for i, (y, k) in pairs]
 
     def __iter__(self):
         return iter(self.rows)
