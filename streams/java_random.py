@@ -159,7 +159,7 @@ _LG7 = bits_to_double(0x3FC2F112DF3E5244)
 def fdlibm_log(x):
     """Natural log exactly as fdlibm's `__ieee754_log`, i.e. Java's `StrictMath.log`."""
     bits = double_to_bits(x)
-    hx = np.int32(bits >> 32)  # high word, signed
+    hx = bits >> 32  # high word, signed (arithmetic shift of the signed bits)
     lx = bits & 0xFFFFFFFF  # low word
     k = 0
     if hx < 0x00100000:  # x < 2**-1022
@@ -170,14 +170,14 @@ def fdlibm_log(x):
         k -= 54
         x *= _TWO54  # subnormal: scale up
         bits = double_to_bits(x)
-        hx = np.int32(bits >> 32)
+        hx = bits >> 32
     if hx >= 0x7FF00000:
         return x + x
     k += (hx >> 20) - 1023
     hx &= 0x000FFFFF
     i = (hx + 0x95F64) & 0x100000
     # normalise x or x/2: replace the high word
-    x = bits_to_double((np.int64(hx | (i ^ 0x3FF00000)) << 32) | (bits & 0xFFFFFFFF))
+    x = bits_to_double(((hx | (i ^ 0x3FF00000)) << 32) | (bits & 0xFFFFFFFF))
     k += i >> 20
     f = x - 1.0
     if (0x000FFFFF & (2 + hx)) < 3:  # |f| < 2**-20
