@@ -127,16 +127,17 @@ class DHBM(HybridClassifier):
         "pseudo_label": "hard",
         "discriminative_weight": 0.0,
         "activation": "sigmoid",
+        "optimizer": "sgd",
         "batch_size": 20,
     }
 
     def __init__(
         self,
-        hidden_sizes: tuple = (32, 32),
+        hidden_sizes: tuple = (48,),
         estimator: str = "mf",
         n_particles: int = 10,
         mf_steps: int = 1,
-        learning_rate: float = 0.01,
+        learning_rate: float = 0.003,
         alpha: float = 1.0,
         beta: float = 0.1,
         beta_schedule: tuple | None = None,
@@ -144,6 +145,7 @@ class DHBM(HybridClassifier):
         pseudo_label: str = "soft",
         discriminative_weight: float = 1.0,
         activation: str = "sigmoid",
+        optimizer: str = "adam",
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -160,6 +162,7 @@ class DHBM(HybridClassifier):
         self.pseudo_label = pseudo_label
         self.discriminative_weight = discriminative_weight
         self.activation = activation
+        self.optimizer = optimizer
         self._check_common_params()
         self._check_params()
         self._reset_state()
@@ -216,6 +219,8 @@ class DHBM(HybridClassifier):
             raise ValueError(
                 f"Invalid pseudo_label ({self.pseudo_label!r}). Must be 'soft' or 'hard'"
             )
+        if self.optimizer not in ("sgd", "adam"):
+            raise ValueError(f"Invalid optimizer ({self.optimizer!r}). Must be 'sgd' or 'adam'")
         if self.activation not in kernels.ACTIVATIONS:
             raise ValueError(
                 f"Invalid activation ({self.activation!r}). Must be 'sigmoid' or 'relu'"
@@ -223,9 +228,21 @@ class DHBM(HybridClassifier):
 
     # ------------------------------------------------------------------ state
 
+    _SCRATCH = ("_grad", "_work", "_pred_act", "_pred_z")
+
+    def __getstate__(self):
+        # work arrays are scratch (predictions write into them): not part of the model
+        return {k: v for k, v in self.__dict__.items() if k not in self._SCRATCH}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self._theta is not None:
+            self._alloc_work()
+
     def _reset_state(self) -> None:
         super()._reset_state()
         self._theta = None
+        self._empty = np.zeros(0)
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
@@ -246,6 +263,7 @@ class DHBM(HybridClassifier):
         self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(np.float64)
         self._part_h = (self._rng.random(M * A) < 0.5).astype(np.float64)
         self._part_y = np.zeros((M, 0))
+        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0)
         self._alloc_work()
 
     def _alloc_work(self) -> None:
@@ -261,11 +279,15 @@ class DHBM(HybridClassifier):
         )
         self._pred_act = np.zeros(A)
         self._pred_z = np.zeros(int(self._sizes.max()))
-        self._empty = np.zeros(0)
 
     def _add_class(self) -> None:
         C = len(self._classes)
         self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C)
+        if self._moments.size:
+            self._moments = np.concatenate([
+                kernels.regrow_classes(half, self._sizes, C - 1, C)
+                for half in np.split(self._moments, 2)
+            ])
         self._off = kernels.param_layout(self._sizes, C)
         self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1))])
         self._alloc_work()
@@ -306,7 +328,7 @@ class DHBM(HybridClassifier):
             float(self.discriminative_weight), self.pseudo_label == "hard", mask,
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
             w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xrec"], w["P"], w["T"],
-            w["Y"], w["wrow"], w["wdisc"],
+            w["Y"], w["wrow"], w["wdisc"], self._moments, self.n_updates + 1,
         )
 
     def _proba(self, X: np.ndarray) -> np.ndarray:

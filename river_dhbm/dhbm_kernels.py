@@ -193,7 +193,8 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
 @njit(**_JIT)
 def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
                 lr, alpha, beta, disc_weight, hard, mask, part_x, part_h, part_y, part_mask,
-                noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc):
+                noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, moments,
+                step):
     """One learning step of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
 
     `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
@@ -210,7 +211,9 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
        free-running mean-field step (`estimator` MF: `xrec = sigmoid(mu^1 W^1^T + c)`,
        `Y = p(y | mu)` soft, then one clamped sweep from `mu` given `(xrec, Y)` -> `neg`)
        or from the persistent particles (`estimator` SAP, see `sap_sweep`);
-    7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient).
+    7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
+       or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
+       `step >= 1`, see `adam_step`).
     Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
     [n, D]`; `P, T, Y [n, C]`; `wrow, wdisc [n]`.
     """
@@ -281,8 +284,29 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
         sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wsum / M, theta, grad,
                   off, sizes, hcum, C, kind, zbuf)
 
-    for i in range(theta.shape[0]):
-        theta[i] -= lr * grad[i]
+    if moments.size > 0:
+        adam_step(theta, grad, moments, lr, step)
+    else:
+        for i in range(theta.shape[0]):
+            theta[i] -= lr * grad[i]
+            grad[i] = 0.0
+
+
+@njit(**_JIT)
+def adam_step(theta, grad, moments, lr, step):
+    """Adam (Kingma & Ba, 2015; beta1 0.9, beta2 0.999, eps 1e-8) on the flat buffer, then
+    zero `grad`. `moments [2 * size]`: first moments, then second moments."""
+    size = theta.shape[0]
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    c1 = 1.0 - b1**step
+    c2 = 1.0 - b2**step
+    for i in range(size):
+        g = grad[i]
+        m = b1 * moments[i] + (1.0 - b1) * g
+        v = b2 * moments[size + i] + (1.0 - b2) * g * g
+        moments[i] = m
+        moments[size + i] = v
+        theta[i] -= lr * (m / c1) / (np.sqrt(v / c2) + eps)
         grad[i] = 0.0
 
 
