@@ -672,15 +672,14 @@ def run(args) -> int:
         settings = load_settings(args)
         selection_specs, trial_specs = make_specs(settings)
         data = load_mnist(directory)
+        for spec in selection_specs[:1] + trial_specs[:1]:  # bad settings fail now, not later
+            split_indices(data.train_labels, spec.labels, spec.validation, spec.split_seed)
+            build_model(spec, data.train_images.shape[1], 10)
         out = args.out or Path("results") / f"mnist-{settings['model']}"
         from .experiment import check_writable
 
         check_writable(out)
-        for spec in selection_specs[:1] + trial_specs[:1]:
-            build_model(spec, data.train_images.shape[1], 10)  # bad parameters fail now
-    except MissingData as e:
-        return _fail(str(e))
-    except ValueError as e:
+    except (MissingData, ValueError) as e:
         return _fail(str(e))
     directory = str(Path(directory).resolve())
     selection = []

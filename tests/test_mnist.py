@@ -345,3 +345,14 @@ def test_cli_end_to_end_on_digits_idx_files(tmp_path, capsys, model, extra):
     tag = "3-DHBM" if model == "dhbm" else "3-DHDA"
     assert f"| {tag} (this run) |" in (out / "summary.md").read_text()
     assert f"| {tag} (this run) |" in capsys.readouterr().out
+
+
+def test_cli_rejects_impossible_split_before_running(tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    digits_as_mnist(data_dir)
+    args = parse(["mnist", "--data", str(data_dir), "--labels", "5", "--out", str(tmp_path / "o")])
+    assert mnist.run(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Invalid n_labeled (5)") and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
