@@ -264,7 +264,9 @@ def summarise(curves: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     rows = []
-    for (stream, model), g in per_trial.groupby(["stream", "model"], sort=False):
+    groups = dict(list(per_trial.groupby(["stream", "model"], sort=False)))
+    for stream, model in dict.fromkeys(zip(curves.stream, curves.model)):  # order of the run
+        g = groups[(stream, model)]
         row = {"stream": stream, "model": model, "trials": len(g),
                "instances": int(g.instances.max())}
         for col in ("mean_faded_error", "final_faded_error", "final_error"):

@@ -55,6 +55,7 @@ def draw_figure(curves: pd.DataFrame, zoom: int = 50_000):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     check_curves(curves)
     streams = _ordered(curves.stream, _STREAM_ORDER)
@@ -73,10 +74,15 @@ def draw_figure(curves: pd.DataFrame, zoom: int = 50_000):
             ax.set_xlabel("instances")
             ax.set_ylabel("faded prequential error (%)")
             ax.grid(alpha=0.3)
-            ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 4))
-        row[1].legend(loc="upper right", fontsize="small")
-    fig.tight_layout()
+            ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+    handles, labels = axes[0][1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(models), 6), frameon=False)
+    fig.tight_layout(rect=(0, 0.06 / len(streams), 1, 1))  # room for the legend below
     return fig
+
+
+def _thousands(value, _position) -> str:
+    return f"{value / 1000:g}k" if value else "0"
 
 
 def plot_curves(curves, out, zoom: int = 50_000, name: str = "prequential_error") -> list[Path]:
