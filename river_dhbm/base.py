@@ -27,6 +27,9 @@ from river import base
 __all__ = ["HybridClassifier"]
 
 
+_PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+
+
 def _canonical_order(names) -> list:
     """Features in a fixed order whatever the dict order (natural order, else by repr)."""
     try:
@@ -126,7 +129,11 @@ class HybridClassifier(base.MiniBatchClassifier):
     def _vector(self, x: dict, features_index: dict) -> np.ndarray:
         row = np.zeros(len(features_index))
         for name, value in x.items():
-            value = self._check_value(name, value)
+            # fast path for plain numbers (the ABC isinstance check costs ~1 us per feature)
+            if type(value) in _PLAIN_NUMBERS and value - value == 0.0:
+                value = float(value)
+            else:
+                value = self._check_value(name, value)
             j = features_index.get(name)
             if j is not None:
                 row[j] = value
