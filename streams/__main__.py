@@ -1,4 +1,4 @@
-"""`python -m streams`: the first instances of the paper's drifting LED stream and its MOA command line."""
+"""`python -m streams`: the head of the paper's drifting LED stream and its MOA command line."""
 
 from __future__ import annotations
 

@@ -126,7 +126,11 @@ def next_double(seed):
 
 @njit(cache=True, inline="always")
 def next_gaussian(seed, has_cached, cached):
-    """`nextGaussian()` (polar method, StrictMath log): returns (seed, has_cached, cached, value)."""
+    """`nextGaussian()` (polar method, StrictMath log).
+
+    Returns `(seed, has_cached, cached, value)`.
+
+    """
     if has_cached:
         return seed, False, cached, cached
     while True:

@@ -2,9 +2,10 @@
 
 Runs MOA (the moa.jar bundled by capymoa) on the local JVM through JPype and saves, per
 stream configuration, the first instances as a compressed .npz (`X`, `y`, `cli`), plus
-`java_random.npz` with java.util.Random draws and StrictMath.log values. The streams of
-this package are built from the same command lines by `python_stream()` (the tests use
-the same mapping), so each fixture is named by its MOA CLI string.
+`java_random.npz` with java.util.Random draws and StrictMath.log values. Each fixture
+stores its MOA CLI string; tests/test_streams_moa.py builds the same stream with this
+package and checks that its `moa_cli()` is that string. Each fixture also holds 50
+instances after MOA's `restart()` (taken after 7 instances).
 
 """
 
@@ -81,7 +82,15 @@ CONFIGS = [
     ),
     (
         "norm_cds_wave_chain",
-        _norm(_cds(_wave(1, True, 10), _cds(_wave(2, True, 10), _wave(3, True, 10), 300, 50, 2), 400, 100, 1)),
+        _norm(
+            _cds(
+                _wave(1, True, 10),
+                _cds(_wave(2, True, 10), _wave(3, True, 10), 300, 50, 2),
+                400,
+                100,
+                1,
+            )
+        ),
         WAVE_N,
     ),
     ("norm_led", _norm(_led(1, d=4)), LED_N),

@@ -45,7 +45,9 @@ STREAMS = {
     "wavedrift_noise_d10": lambda: WaveformDrift(1, True, n_drift_features=10),
     "wavedrift_d40_neg": lambda: WaveformDrift(-2147483648, n_drift_features=40),
     "wavedrift_noise_d21": lambda: WaveformDrift(77, True, n_drift_features=21),
-    "cds_led": lambda: CDS(LEDDrift(1, n_drift_features=0), LEDDrift(2, n_drift_features=4), 1000, 500),
+    "cds_led": lambda: CDS(
+        LEDDrift(1, n_drift_features=0), LEDDrift(2, n_drift_features=4), 1000, 500
+    ),
     "cds_led_chain_neg": lambda: CDS(
         LEDDrift(-1, n_drift_features=4),
         CDS(LEDDrift(-2, n_drift_features=0), LEDDrift(-3, n_drift_features=4), 800, 100, seed=-9),
@@ -55,7 +57,9 @@ STREAMS = {
     ),
     "cds_led_sudden_alpha": lambda: CDS(LED(3), LED(4), 1500, 1000, alpha=90.0, seed=5),
     "cds_led_alpha45": lambda: CDS(LED(3), LEDDrift(4, n_drift_features=2), 1500, 1000, 45.0, 5),
-    "cds_wave": lambda: CDS(WaveformDrift(1, True, 10), WaveformDrift(2, True, 10), 500, 100, seed=3),
+    "cds_wave": lambda: CDS(
+        WaveformDrift(1, True, 10), WaveformDrift(2, True, 10), 500, 100, seed=3
+    ),
     "norm_wave": lambda: Norm(Waveform(-5, has_noise=True)),
     "norm_cds_wave_chain": _chain_wave,
     "norm_led": lambda: Norm(LEDDrift(1, n_drift_features=4)),
