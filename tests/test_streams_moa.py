@@ -143,6 +143,9 @@ def _moa_or_skip():
     "stream",
     [
         LEDDrift(-31, noise_percentage=37, n_drift_features=5),
+        # Java int overflow of t - position, extreme seeds, width saturated from a tiny alpha
+        ConceptDriftStream(LED(1), LEDDrift(2), position=-(2**31), width=1, seed=-(2**31)),
+        ConceptDriftStream(LED(1), LEDDrift(2, n_drift_features=7), position=100, alpha=1e-5),
         NormalisationFilter(
             ConceptDriftStream(
                 WaveformDrift(11, True, 13), Waveform(-12, True), position=150, width=60, seed=-4
