@@ -149,7 +149,13 @@ def _add_bench(sub) -> None:
     p.set_defaults(func=_cmd_bench)
 
 
-SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_plot, _add_bench]
+def _add_mnist(sub) -> None:
+    from . import mnist  # owns its flags and its command (`mnist.run`)
+
+    mnist.add_parser(sub)
+
+
+SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_plot, _add_bench, _add_mnist]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -245,3 +245,10 @@ def test_cli_scheduler_address(capsys, tmp_path):
                                   "--instances", "1000", "--trials", "2", "--quiet",
                                   "--scheduler", cluster.scheduler_address)
     assert code == 0 and "| led | river:dummy.NoChangeClassifier | 2 | 1,000 |" in stdout
+
+
+def test_mnist_subcommand_is_wired(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("RIVER_DHBM_MNIST", raising=False)
+    code, _, err = run_cli(capsys, "mnist", "--data", str(tmp_path / "none"),
+                           "--out", str(tmp_path / "o"))
+    assert code == 2 and err.startswith("error: MNIST not found") and err.count("\n") == 1
