@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from streams.drift import ConceptDriftStream
 from streams.led import LED, LEDDrift
-from streams.masking import LabelMask
+from streams.masking import LabeledOnly, LabelMask
 from streams.normalise import NormalisationFilter
 from streams.presets import paper_stream
 from streams.waveform import Waveform, WaveformDrift
@@ -26,4 +26,5 @@ __all__ = [
     "NormalisationFilter",
     "paper_stream",
     "LabelMask",
+    "LabeledOnly",
 ]
