@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .dhda import DHDA
+from .hsda import HSDA
 from .pseudo_label import PseudoLabelMLP
 
-__all__: list[str] = ["PseudoLabelMLP"]
+__all__: list[str] = ["DHDA", "HSDA", "PseudoLabelMLP"]

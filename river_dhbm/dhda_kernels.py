@@ -1,0 +1,414 @@
+"""The DHDA's learning step (mean-field back-propagation, paper Algorithm 3) and prediction,
+each ONE Numba call per mini-batch.
+
+Layouts follow `river_dhbm.kernels` (flat `theta`/`grad` with the `off` table, flat hidden
+activities with `hcum`). Corruption masks arrive as arrays drawn by the model's generator:
+`kappa` holds, for each of the `mf_steps` sweeps, an input block `[n, D]` followed by a hidden
+block laid out like the activities (`n * hcum[L]`); an empty `kappa` means no corruption.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from river_dhbm.kernels import (
+    COL_B,
+    COL_R,
+    COL_RB,
+    COL_W,
+    activate,
+    derivative,
+    discriminative_delta,
+    forward_net,
+    joint_proba,
+    kl_delta,
+    layer,
+    matrix,
+    mean_field_input,
+    net_backward,
+    sgd_step,
+    vector,
+)
+
+__all__ = [
+    "dhda_proba",
+    "dhda_sweep",
+    "dhda_update",
+    "encoder_backward",
+    "hsda_forward",
+    "hsda_proba",
+    "hsda_update",
+    "reconstruction_delta",
+]
+
+
+@njit(cache=True)
+def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes, kind, xhat,
+               below_hat, above_hat, zbuf):
+    """One bottom-up (Gauss-Seidel) sweep of the corrupted encoders (paper eqs. 12-13):
+    `mu^l <- mask^l * phi(hat(mu^{l-1}) W^l + hat(mu^{l+1}) W^{l+1}^T + b^l)`, in place.
+
+    `hat(.)` is masking corruption: the input times `kappa_x [n, D]`, a hidden layer times its
+    block of `kappa_h` (flat like `mu`); both empty means no corruption. The layer below is
+    read after its update in this sweep, the layer above before it. On return `xhat [n, D]`,
+    `below_hat` and `above_hat` (flat like `mu`) hold the corrupted inputs the sweep read: layer
+    `l` read `xhat` (l = 0) or block `l - 1` of `below_hat`, and block `l + 1` of `above_hat`.
+    The encoders have no label input (eq. 12). `zbuf` flat work `>= n * max H`.
+    """
+    n, D = X.shape
+    L = sizes.shape[0] - 1
+    A = n * hcum[L]
+    corrupt = kappa_x.size > 0
+    use_mask = mask.size > 0
+    no_labels = np.empty((n, 0))
+    for r in range(n):
+        for i in range(D):
+            xhat[r, i] = X[r, i] * kappa_x[r, i] if corrupt else X[r, i]
+    for i in range(A):
+        above_hat[i] = mu[i] * kappa_h[i] if corrupt else mu[i]
+    for l in range(L):
+        H = sizes[l + 1]
+        z = zbuf[: n * H].reshape((n, H))
+        below = xhat if l == 0 else layer(below_hat, hcum, n, l - 1)
+        above = layer(above_hat, hcum, n, l + 1) if l < L - 1 else below
+        mean_field_input(below, above, no_labels, theta, off, sizes, l, n_classes, z)
+        out = layer(mu, hcum, n, l)
+        hat = layer(below_hat, hcum, n, l)
+        k = layer(kappa_h, hcum, n, l) if corrupt else out
+        m = layer(mask, hcum, n, l) if use_mask else out
+        for r in range(n):
+            for j in range(H):
+                a = activate(z[r, j], kind)
+                if use_mask:
+                    a *= m[r, j]
+                out[r, j] = a
+                hat[r, j] = a * k[r, j] if corrupt else a
+
+
+@njit(cache=True)
+def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, mse, mask,
+                         in_mask, grad, delta, rbuf):
+    """Reconstruction terms of the loss: layer `l` decodes its clean input through its tied
+    weights, `r = phi_dec(mu^l W^l^T + bias)` (bias `c` for the input, `b^{l-1}` for a hidden
+    layer), scored by cross-entropy (`mse` False, `dec_kind` sigmoid) or `(r - u)^2 / 2`
+    against `u = X` or `mu^{l-1}`, weighted `wrow[r]`; dropped units of a hidden input (mask 0)
+    are not scored, nor are the input units where `in_mask [n, D]` is 0 (empty: all scored).
+
+    Accumulates the decoder gradients (`W^l` as `e^T mu^l`, the bias as `sum_r e`, with
+    `e = dloss/d(pre-activation)`) into `grad`, and adds `(e W^l) * phi'(mu^l) * mask^l`, the
+    error reaching layer `l`'s pre-activation, into `delta` (flat like `mu`). `rbuf` flat
+    work `>= n * max(D, H)`.
+    """
+    n, D = X.shape
+    L = sizes.shape[0] - 1
+    use_mask = mask.size > 0
+    for l in range(L):
+        P, H = sizes[l], sizes[l + 1]
+        W = matrix(theta, off, sizes, l, COL_W)
+        gW = matrix(grad, off, sizes, l, COL_W)
+        a = layer(mu, hcum, n, l)
+        if l == 0:
+            u = X
+            bias = theta[off[L, 0] : off[L, 0] + D]
+            gbias = grad[off[L, 0] : off[L, 0] + D]
+        else:
+            u = layer(mu, hcum, n, l - 1)
+            bias = vector(theta, off, sizes, l - 1, COL_B)
+            gbias = vector(grad, off, sizes, l - 1, COL_B)
+        e = rbuf[: n * P].reshape((n, P))
+        if l == 0:
+            score_in = in_mask.size > 0
+            keep_in = in_mask if score_in else e
+        else:
+            score_in = use_mask
+            keep_in = layer(mask, hcum, n, l - 1) if use_mask else e
+        for r in range(n):
+            w = wrow[r]
+            for i in range(P):
+                s = bias[i]
+                for j in range(H):
+                    s += a[r, j] * W[i, j]
+                rec = activate(s, dec_kind)
+                g = w * (rec - u[r, i])
+                if mse:
+                    g *= derivative(rec, dec_kind)
+                if score_in:
+                    g *= keep_in[r, i]
+                e[r, i] = g
+        Dl = layer(delta, hcum, n, l)
+        Ml = layer(mask, hcum, n, l) if use_mask else a
+        for r in range(n):
+            if wrow[r] == 0.0:
+                continue
+            for i in range(P):
+                gbias[i] += e[r, i]
+                if e[r, i] != 0.0:
+                    for j in range(H):
+                        gW[i, j] += e[r, i] * a[r, j]
+            for j in range(H):
+                s = 0.0
+                for i in range(P):
+                    s += e[r, i] * W[i, j]
+                g = s * derivative(a[r, j], kind)
+                if use_mask:
+                    g *= Ml[r, j]
+                Dl[r, j] += g
+
+
+@njit(cache=True)
+def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad):
+    """Encoder gradients from the pre-activation `delta` of each layer (flat like the
+    activities), with the sweep's corrupted inputs held fixed: `W^l += hat(below)^T delta^l`,
+    `b^l += sum_r delta^l`, and the top-down path `W^{l+1} += delta^l^T hat(above)`.
+    """
+    L = sizes.shape[0] - 1
+    for l in range(L):
+        Dl = layer(delta, hcum, n, l)
+        below = xhat if l == 0 else layer(below_hat, hcum, n, l - 1)
+        gW = matrix(grad, off, sizes, l, COL_W)
+        gb = vector(grad, off, sizes, l, COL_B)
+        H, P = sizes[l + 1], sizes[l]
+        for r in range(n):
+            for j in range(H):
+                gb[j] += Dl[r, j]
+            for i in range(P):
+                a = below[r, i]
+                if a != 0.0:
+                    for j in range(H):
+                        gW[i, j] += a * Dl[r, j]
+        if l < L - 1:
+            above = layer(above_hat, hcum, n, l + 1)
+            gT = matrix(grad, off, sizes, l + 1, COL_W)
+            for r in range(n):
+                for i in range(H):
+                    g = Dl[r, i]
+                    if g != 0.0:
+                        for j in range(sizes[l + 2]):
+                            gT[i, j] += g * above[r, j]
+
+
+@njit(cache=True)
+def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
+                lr, alpha, beta, disc_weight, hard, mask, kappa):
+    """One learning step of the DHDA on a mixed mini-batch (paper Algorithms 1 and 3), in place.
+
+    `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
+    1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty);
+    2. targets `T`: one-hot labels; for unlabeled rows `p(y | v)` (`hard` False) or its
+       one-hot argmax; row weights `alpha / n_lab` and `beta / n_unlab`;
+    3. `mu = v`, then `mf_steps` (>= 1) corrupted encoder sweeps (`dhda_sweep`);
+    4. recognition step: KL(mu || v) of every layer plus `disc_weight` times `-log p(T | v)`;
+    5. model step: exact gradient, with the last sweep's corrupted inputs held fixed, of
+       `sum_r wrow[r] (sum_l recon_l + -log p(T_r | mu_r))`, the output error reaching every
+       layer through `U^l` and each reconstruction error through the tied `W^l`, with the
+       dropout masks on the deltas;
+    6. `theta -= lr * grad` (`grad` zeroed buffer of `theta`'s size, left zeroed).
+    """
+    n, D = X.shape
+    L = sizes.shape[0] - 1
+    A = n * hcum[L]
+    C = n_classes
+    act = np.empty(A)
+    mu = np.empty(A)
+    delta = np.zeros(A)
+    below_hat = np.empty(A)
+    above_hat = np.empty(A)
+    xhat = np.empty((n, D))
+    wide = n * max(D, np.max(sizes[1:]))
+    zbuf = np.empty(wide)
+    P = np.empty((n, C))
+    T = np.zeros((n, C))
+    wrow = np.zeros(n)
+    wdisc = np.zeros(n)
+
+    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
+    n_lab = 0
+    for r in range(n):
+        if y[r] >= 0:
+            n_lab += 1
+    n_unlab = n - n_lab
+    for r in range(n):
+        wrow[r] = alpha / n_lab if y[r] >= 0 else beta / n_unlab
+        wdisc[r] = disc_weight * wrow[r]
+    if C > 0:  # before the first label only the reconstructions learn
+        joint_proba(act, n, theta, off, sizes, hcum, C, P)
+        for r in range(n):
+            if y[r] >= 0:
+                T[r, y[r]] = 1.0
+            elif hard:
+                T[r, np.argmax(P[r])] = 1.0
+            else:
+                for k in range(C):
+                    T[r, k] = P[r, k]
+
+    for i in range(A):
+        mu[i] = act[i]
+    stride = n * D + A
+    for s in range(mf_steps):
+        if kappa.size > 0:
+            kx = kappa[s * stride : s * stride + n * D].reshape((n, D))
+            kh = kappa[s * stride + n * D : (s + 1) * stride]
+        else:
+            kx = kappa.reshape((0, D))
+            kh = kappa
+        dhda_sweep(X, mu, kx, kh, mask, theta, off, sizes, hcum, C, kind, xhat, below_hat,
+                   above_hat, zbuf)
+
+    # recognition network: KL towards the mean-field activities + discriminative term
+    kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
+    if C > 0 and disc_weight != 0.0:
+        discriminative_delta(act, n, P, T, wdisc, theta, off, sizes, hcum, C, kind, mask,
+                             delta, grad)
+    net_backward(X, act, delta, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, grad)
+
+    # model: output term and reconstructions, back-propagated into the encoders
+    for i in range(A):
+        delta[i] = 0.0
+    if C > 0:
+        joint_proba(mu, n, theta, off, sizes, hcum, C, P)
+        discriminative_delta(mu, n, P, T, wrow, theta, off, sizes, hcum, C, kind, mask, delta,
+                             grad)
+    reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, mse, mask,
+                         xhat[:0], grad, delta, zbuf)
+    encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
+    sgd_step(theta, grad, lr)
+
+
+@njit(cache=True)
+def dhda_proba(X, theta, off, sizes, hcum, n_classes, kind, scale):
+    """`p(y | x)` `[n, C]`: one recognition pass (activities scaled by the dropout keep
+    probability `scale`), then the joint predictor (paper eq. 6)."""
+    n = X.shape[0]
+    act = np.empty(n * hcum[-1])
+    P = np.empty((n, n_classes))
+    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, np.empty(0), scale, act)
+    joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
+    return P
+
+
+# --------------------------------------------------------------------------- HSDA
+# The layer-wise predecessor: layer l is a one-hidden-layer hybrid DAE of its own, laid out by
+# `kernels.param_layout((H_{l-1}, H_l), C)` (encoder/decoder W, encoder bias b, predictor U,
+# decoder bias c, predictor bias d; its recognition columns unused) at `theta[bases[l]:]`,
+# with offsets table `offs[l]`.
+
+
+@njit(cache=True)
+def _sub(sizes, l):
+    """`(sizes of layer l's own net, its hidden offsets)`."""
+    sub = sizes[l : l + 2]
+    hc = np.zeros(2, dtype=np.int64)
+    hc[1] = sizes[l + 1]
+    return sub, hc
+
+
+@njit(cache=True)
+def hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, mask, scale, act, P):
+    """Clean bottom-up pass of the stack and its ensemble prediction.
+
+    `h^l = scale * mask^l * phi(h^{l-1} W^l + b^l)` into `act` (flat, layout `hcum`), and
+    `P [n, C]` the average over layers of each layer's own `softmax(h^l U^l + d^l)`.
+    """
+    n = X.shape[0]
+    L = sizes.shape[0] - 1
+    use_mask = mask.size > 0
+    Pl = np.empty((n, n_classes))
+    P[:] = 0.0
+    for l in range(L):
+        sub, hc = _sub(sizes, l)
+        th = theta[bases[l] : bases[l + 1]]
+        below = X if l == 0 else layer(act, hcum, n, l - 1)
+        out = act[n * hcum[l] : n * hcum[l + 1]]
+        m = mask[n * hcum[l] : n * hcum[l + 1]] if use_mask else mask
+        forward_net(below, th, offs[l], sub, hc, COL_W, COL_B, False, kind, m, scale, out)
+        if n_classes > 0:
+            joint_proba(out, n, th, offs[l], sub, hc, n_classes, Pl)
+            for r in range(n):
+                for k in range(n_classes):
+                    P[r, k] += Pl[r, k] / L
+
+
+@njit(cache=True)
+def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, dec_kind, mse, lr,
+                alpha, beta, hard, mask, kappa):
+    """One learning step of the HSDA on a mixed mini-batch, in place.
+
+    1. clean pass (dropout `mask`) -> each layer's input, and the ensemble `p(y | x)`;
+    2. targets `T` (labels; for unlabeled rows the ensemble probabilities, or their argmax when
+       `hard`) and row weights `alpha / n_lab`, `beta / n_unlab`;
+    3. every layer `l`, on its input `u` (X, or the clean `h^{l-1}`) held fixed: corrupted
+       encoding `mu = mask^l * phi(hat(u) W^l + b^l)` (`kappa` block of the layer's input,
+       flat, or empty for no corruption), then the exact gradient of
+       `sum_r wrow[r] (recon(u | mu) + -log p_l(T_r | mu))` of its own parameters (dropped
+       input units are not scored);
+    4. `theta -= lr * grad` for all layers at once.
+    """
+    n, D = X.shape
+    L = sizes.shape[0] - 1
+    C = n_classes
+    act = np.empty(n * hcum[L])
+    P = np.empty((n, C))
+    T = np.zeros((n, C))
+    wrow = np.zeros(n)
+    hsda_forward(X, theta, bases, offs, sizes, hcum, C, kind, mask, 1.0, act, P)
+    n_lab = 0
+    for r in range(n):
+        if y[r] >= 0:
+            n_lab += 1
+    n_unlab = n - n_lab
+    for r in range(n):
+        wrow[r] = alpha / n_lab if y[r] >= 0 else beta / n_unlab
+        if C == 0:
+            continue
+        if y[r] >= 0:
+            T[r, y[r]] = 1.0
+        elif hard:
+            T[r, np.argmax(P[r])] = 1.0
+        else:
+            for k in range(C):
+                T[r, k] = P[r, k]
+
+    use_mask = mask.size > 0
+    corrupt = kappa.size > 0
+    wide = n * max(D, np.max(sizes[1:]))
+    zbuf = np.empty(wide)
+    k_off = 0
+    for l in range(L):
+        sub, hc = _sub(sizes, l)
+        P_in, H = sizes[l], sizes[l + 1]
+        th = theta[bases[l] : bases[l + 1]]
+        gr = grad[bases[l] : bases[l + 1]]
+        u = X if l == 0 else layer(act, hcum, n, l - 1)
+        in_mask = layer(mask, hcum, n, l - 1) if (l > 0 and use_mask) else X[:0]
+        m = mask[n * hcum[l] : n * hcum[l + 1]] if use_mask else mask
+        uhat = np.empty((n, P_in))
+        for r in range(n):
+            for i in range(P_in):
+                uhat[r, i] = u[r, i] * kappa[k_off + r * P_in + i] if corrupt else u[r, i]
+        k_off += n * P_in
+        mu = np.empty(n * H)
+        delta = np.zeros(n * H)
+        xhat = np.empty((n, P_in))
+        spare = np.empty(n * H)
+        dhda_sweep(uhat, mu, kappa[:0].reshape((0, P_in)), kappa[:0], m, th, offs[l], sub, hc, C,
+                   kind, xhat, spare, spare, zbuf)
+        if C > 0:
+            Pl = np.empty((n, C))
+            joint_proba(mu, n, th, offs[l], sub, hc, C, Pl)
+            discriminative_delta(mu, n, Pl, T, wrow, th, offs[l], sub, hc, C, kind, m, delta, gr)
+        reconstruction_delta(mu, u, wrow, th, offs[l], sub, hc, kind, dec_kind, mse, m, in_mask,
+                             gr, delta, zbuf)
+        encoder_backward(xhat, spare, spare, delta, n, sub, hc, offs[l], gr)
+    sgd_step(theta, grad, lr)
+
+
+@njit(cache=True)
+def hsda_proba(X, theta, bases, offs, sizes, hcum, n_classes, kind, scale):
+    """Ensemble `p(y | x)` `[n, C]`: the average of the layers' own predictors on the clean pass
+    (activities scaled by the dropout keep probability `scale`)."""
+    n = X.shape[0]
+    act = np.empty(n * hcum[-1])
+    P = np.empty((n, n_classes))
+    hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, np.empty(0), scale, act, P)
+    return P
