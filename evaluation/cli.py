@@ -1,4 +1,17 @@
-"""`python -m evaluation`: reproduce the paper's online experiment, single runs, comparisons, plots.
+"""`python -m evaluation` (or `river-dhbm`): the paper's experiments from the command line.
+
+    python -m evaluation reproduce --quick --out results/quick   # figure 3, short (< 2 min)
+    python -m evaluation reproduce --jobs 2                       # figure 3, the paper's size
+    python -m evaluation run --stream led --model dhbm-mf --instances 100000 --seed 3
+    python -m evaluation run --stream waveform --model river:tree.HoeffdingTreeClassifier
+    python -m evaluation compare --quick                          # vs River's learners
+    python -m evaluation plot --csv results/reproduce/curves.csv --out figures
+    python -m evaluation bench streams
+    python -m evaluation mnist --data DIR                         # the paper's table 1
+
+Settings come from the TOML files in `evaluation/configs/` (one per figure row or table),
+flags override them. `--jobs N` runs trials in N local processes, `--scheduler ADDRESS` on a
+`dask.distributed` cluster whose workers have this package installed; results are the same.
 
 Each subcommand is a `_add_<name>` function (its flags) plus a `_cmd_<name>` function (what it
 does); bad arguments end in one `error: ...` line on stderr and exit code 2.
@@ -91,7 +104,7 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
                    help="model parameter, e.g. --set learning_rate=0.05 (repeatable)")
     p.add_argument("--jobs", type=_positive_int, default=1, help="local worker processes")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run the trials on this dask.distributed scheduler")
+                   help="run the trials on this dask.distributed scheduler (instead of --jobs)")
     p.add_argument("--out", type=Path, help="output directory")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     if defaults_from_config:
