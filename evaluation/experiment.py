@@ -207,7 +207,7 @@ def _run_processes(trials, jobs, bars) -> list:
 def _run_dask(trials, scheduler, bars) -> list:
     from distributed import Client, as_completed
 
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout="10s")
     try:
         jobs = client.map(run_trial, trials, pure=False)
         index = {f.key: i for i, f in enumerate(jobs)}
