@@ -305,6 +305,17 @@ def prequential(
     >>> round(result.final, 4)
     0.1045
 
+    A label-masked stream of this package and one of its models take the array path:
+
+    >>> import streams
+    >>> from river_dhbm import PseudoLabelMLP
+    >>> dataset = streams.LabelMask(streams.LED(seed=1), label_ratio=0.1, batch_size=20, seed=2)
+    >>> result = prequential(dataset, PseudoLabelMLP(seed=1), 5000, step=1000)
+    >>> result.path, result.positions.tolist()
+    ('arrays', [1000, 2000, 3000, 4000, 5000])
+    >>> result
+    PrequentialResult(instances=5000, final=..., mean=..., error=..., seconds=..., path='arrays')
+
     """
     _check_args(n_instances, batch_size, fading_factor, step)
     curve = _Curve(int(n_instances), int(step), fading_factor)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from river import base, dummy, evaluate, naive_bayes
@@ -201,6 +203,16 @@ def test_agrees_with_progressive_val_score(alpha, rows):
     faded = [state["PrequentialError"].get() for state in checkpoints]
     np.testing.assert_allclose(result.faded_error, faded, rtol=1e-12)
     assert result.error[-1] < 0.2  # the stream is learnable: the comparison is not vacuous
+
+
+def test_agrees_with_progressive_val_score_on_the_paper_stream():
+    result = prequential(_led(), naive_bayes.BernoulliNB(), 600, batch_size=1, step=100)
+    metric = PrequentialError()
+    checkpoints = evaluate.iter_progressive_val_score(
+        _led(), LabeledOnly(naive_bayes.BernoulliNB()), metric, step=100
+    )
+    faded = [state["PrequentialError"].get() for state in itertools.islice(checkpoints, 6)]
+    np.testing.assert_allclose(result.faded_error, faded, rtol=1e-12)
 
 
 @pytest.mark.parametrize("batch_size", [20, 7])
