@@ -138,7 +138,8 @@ def read_idx(path) -> np.ndarray:
         raise ValueError(
             f"{str(path)!r} is {what}: shape {shape} needs {expected} bytes, found {len(data)}"
         )
-    return np.frombuffer(data, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+    array = np.frombuffer(data, dtype=dtype, offset=header).reshape(shape)
+    return array.astype(dtype.newbyteorder("="))
 
 
 def _missing_message(directory) -> str:
@@ -526,7 +527,8 @@ def write_outputs(out: Path, results, selection, settings: dict) -> list[Path]:
     jobs = [
         (out / "results.csv", lambda p: _write_csv(p, results, RESULT_COLUMNS)),
         (out / "summary.md", lambda p: p.write_text(text)),
-        (out / "settings.json", lambda p: p.write_text(json.dumps(settings, indent=2, default=str) + "\n")),
+        (out / "settings.json",
+         lambda p: p.write_text(json.dumps(settings, indent=2, default=str) + "\n")),
     ]
     if selection:
         jobs.append((out / "selection.csv", lambda p: _write_csv(p, selection, RESULT_COLUMNS)))
@@ -550,7 +552,8 @@ def _floats(text: str) -> list[float]:
     try:
         return [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}") from None
 
 
 def _assignment(text: str) -> tuple[str, object]:
@@ -574,7 +577,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         f"The data directory holds {', '.join(FILES)} (raw or .gz).",
     )
     p.add_argument("--data", help=f"directory of the four MNIST files (default: ${ENV_VAR})")
-    p.add_argument("--model", choices=sorted(MODELS), default="dhbm", help="table row (default dhbm)")
+    p.add_argument("--model", choices=sorted(MODELS), default="dhbm",
+                   help="table row (default dhbm)")
     p.add_argument("--config", help="a TOML config instead of configs/mnist_<model>.toml")
     p.add_argument("--trials", type=_positive_int, help="trials after the selection (config: 10)")
     p.add_argument("--labels", type=_positive_int, help="labeled training images (config: 100)")
@@ -646,7 +650,8 @@ def make_specs(s: dict) -> tuple[list[TrialSpec], list[TrialSpec]]:
     if len(points) > 1:
         selection = [
             TrialSpec(**common, trial=-1, seed=_seed(base, 1, i), split_seed=_seed(base, 0, 0),
-                      params={**s["params"], **p}, epochs=s.get("select_epochs", s.get("epochs", 6)),
+                      params={**s["params"], **p},
+                      epochs=s.get("select_epochs", s.get("epochs", 6)),
                       max_train=s.get("select_train", s.get("max_train")), score_test=False)
             for i, p in enumerate(points)
         ]
@@ -686,7 +691,8 @@ def run(args) -> int:
     if selection_specs:
         chosen, selection = select(
             selection_specs, data,
-            runner=lambda specs: run_specs(specs, data, directory, args.jobs, "grid search", args.quiet),
+            runner=lambda specs: run_specs(specs, data, directory, args.jobs, "grid search",
+                                           args.quiet),
         )
         trial_specs = [dataclasses.replace(t, params={**t.params, **chosen}) for t in trial_specs]
         print("grid search (validation error %): " + ", ".join(
