@@ -60,6 +60,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or a positive integer, got {value}")
+    return value
+
+
 def _ratio(text: str) -> float:
     try:
         value = float(text)
@@ -94,8 +104,9 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     p.add_argument("--trials", type=_positive_int, help="number of trials per stream and model")
     p.add_argument("--instances", type=_positive_int, help="instances per trial")
     p.add_argument("--label-ratio", type=_ratio, help="expected share of labeled instances")
-    p.add_argument("--label-batch", type=_positive_int,
-                   help="each block of this many instances draws its own label ratio")
+    p.add_argument("--label-batch", type=_non_negative_int,
+                   help="each block of this many instances draws its own label ratio in "
+                   "[0, 2 x label ratio]; 0: each instance keeps its label independently")
     p.add_argument("--batch-size", type=_positive_int, help="mini-batch size")
     p.add_argument("--fading-factor", type=float, help="forgetting factor of the faded error")
     p.add_argument("--step", type=_positive_int, help="record the curve every STEP instances")
@@ -156,9 +167,13 @@ def _add_plot(sub) -> None:
 
 
 def _add_bench(sub) -> None:
-    p = sub.add_parser("bench", help="speed benchmarks")
-    p.add_argument("target", choices=["streams"], help="what to benchmark")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark")
+    from .bench import models  # owns the flags of the models benchmark (the default target)
+
+    p = sub.add_parser("bench", help="speed benchmarks (default: the models)")
+    p.add_argument("target", nargs="?", default="models", choices=["models", "streams"],
+                   help="what to benchmark (default models)")
+    p.add_argument("rest", nargs="*", help="arguments of the streams benchmark")
+    models.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
 
@@ -319,6 +334,13 @@ def _cmd_plot(args) -> int:
 def _cmd_bench(args) -> int:
     import importlib
 
+    if args.target == "models":
+        from .bench import models
+
+        if args.rest:
+            raise BadArguments(f"unrecognized arguments: {' '.join(args.rest)}")
+        with _user_errors():
+            return models.run(args, "python -m evaluation bench " + " ".join(sys.argv[1:]))
     module = importlib.import_module(f"evaluation.bench.{args.target}")
     if hasattr(module, "main"):
         return module.main(args.rest) or 0

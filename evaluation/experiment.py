@@ -49,8 +49,8 @@ class Trial:
     def build(self):
         """The masked stream and the fresh model of this trial."""
         stream_seed, mask_seed, model_seed = self.seeds()
-        dataset = registry.masked_stream(
-            self.stream, stream_seed, self.label_ratio, self.label_batch, mask_seed
+        dataset = registry.masked_stream(  # label_batch 0 or None: each instance on its own
+            self.stream, stream_seed, self.label_ratio, self.label_batch or None, mask_seed
         )
         model = registry.make_model(
             self.model, dataset.n_features, dataset.n_classes, seed=model_seed,
