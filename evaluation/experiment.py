@@ -72,9 +72,10 @@ def trial_seeds(stream: str, model: str, trial: int, seed: int = 0) -> tuple[int
     the same instances and the same kept labels; the model's own seed also depends on its name.
     Nothing depends on the order or the place the trials run in.
     """
-    return _seed(seed, stream, trial, "stream"), _seed(seed, stream, trial, "mask"), _seed(
-        seed, stream, model, trial, "model"
-    )
+    stream_seed = _seed(seed, stream, trial, "stream")
+    mask_seed = _seed(seed, stream, trial, "mask")
+    model_seed = _seed(seed, stream, model, trial, "model")
+    return stream_seed, mask_seed, model_seed
 
 
 def run_trial(trial: Trial, progress=None) -> dict:
@@ -127,10 +128,11 @@ class _Bars:
         bar = self.per_trial.get(index)
         if bar is None:
             t = self.trials[index]
+            used = {b.pos for b in self.per_trial.values()}
+            line = next(k for k in range(1, len(used) + 2) if k not in used and -k not in used)
             bar = self._tqdm(
                 total=t.instances, desc=f"{t.stream} {t.model} #{t.trial}", unit="inst",
-                unit_scale=True, leave=False, position=1 + len(self.per_trial) % 8,
-                dynamic_ncols=True,
+                unit_scale=True, leave=False, position=line, dynamic_ncols=True,
             )
             self.per_trial[index] = bar
         bar.update(n)
@@ -247,6 +249,22 @@ def curves_frame(results) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[CURVE_COLUMNS]
 
 
+def trials_frame(results) -> pd.DataFrame:
+    """One row per trial: its seeds, wall time and speed."""
+    rows = []
+    for r in results:
+        t = Trial(**r["trial"])
+        stream_seed, mask_seed, model_seed = t.seeds()
+        n = int(r["positions"][-1])
+        rows.append({
+            "stream": t.stream, "model": t.model, "trial": t.trial, "instances": n,
+            "stream_seed": stream_seed, "mask_seed": mask_seed, "model_seed": model_seed,
+            "seconds": r["seconds"], "instances_per_second": n / r["seconds"],
+            "final_faded_error": float(r["faded_error"][-1]),
+        })
+    return pd.DataFrame(rows)
+
+
 def summarise(curves: pd.DataFrame) -> pd.DataFrame:
     """Mean and standard error over trials of the average and the final faded error.
 
@@ -340,13 +358,15 @@ def check_writable(out: Path) -> Path:
 def write_outputs(
     results, out, settings: dict | None = None, figure: str | None = "prequential_error"
 ) -> list[Path]:
-    """Write curves.csv, summary.csv, summary.md, settings.json and the figure (PNG and PDF,
-    unless `figure` is None) into `out`, all or nothing."""
+    """Write curves.csv, summary.csv, summary.md, trials.csv, settings.json and the figure (PNG
+    and PDF, unless `figure` is None) into `out`, all or nothing."""
     out = check_writable(out)
     curves = curves_frame(results)
     summary = summarise(curves)
+    per_trial = trials_frame(results)
     jobs = [
         (out / "curves.csv", lambda p: curves.to_csv(p, index=False)),
+        (out / "trials.csv", lambda p: per_trial.to_csv(p, index=False)),
         (out / "summary.csv", lambda p: summary.to_csv(p, index=False)),
         (out / "summary.md", lambda p: p.write_text(summary_markdown(summary))),
     ]

@@ -80,7 +80,10 @@ def test_run_writes_every_output(capsys, tmp_path):
     assert "| led | river:dummy.NoChangeClassifier | 2 | 2,500 |" in stdout
     names = sorted(p.name for p in out.iterdir())
     assert names == ["curves.csv", "prequential_error.pdf", "prequential_error.png",
-                     "settings.json", "summary.csv", "summary.md"]
+                     "settings.json", "summary.csv", "summary.md", "trials.csv"]
+    per_trial = pd.read_csv(out / "trials.csv")
+    assert per_trial.trial.tolist() == [0, 1] and (per_trial.instances_per_second > 0).all()
+    assert per_trial.stream_seed.nunique() == 2
     curves = pd.read_csv(out / "curves.csv")
     assert list(curves.columns) == ["stream", "model", "trial", "position", "faded_error", "error"]
     assert curves.position.tolist() == [1000, 2000, 2500] * 2
