@@ -166,14 +166,25 @@ def _add_plot(sub) -> None:
     p.set_defaults(func=_cmd_plot)
 
 
-def _add_bench(sub) -> None:
-    from .bench import models  # owns the flags of the models benchmark (the default target)
+def _benchmarks() -> list[str]:
+    """The modules of `evaluation.bench`: the targets of `bench`."""
+    import pkgutil
 
+    from . import bench
+
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.ispkg)
+
+
+def _add_bench(sub) -> None:
+    targets = _benchmarks()
     p = sub.add_parser("bench", help="speed benchmarks (default: the models)")
-    p.add_argument("target", nargs="?", default="models", choices=["models", "streams"],
+    p.add_argument("target", nargs="?", default="models", choices=targets,
                    help="what to benchmark (default models)")
     p.add_argument("rest", nargs="*", help="arguments of the streams benchmark")
-    models.add_arguments(p)
+    if "models" in targets:
+        from .bench import models  # owns the flags of the models benchmark (the default target)
+
+        models.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
 

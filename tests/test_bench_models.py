@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import pytest
+
+from evaluation import cli
+from evaluation.bench import models as bench
+
+TINY = dict(n_instances=200, repeats=2, warmup=100, setups=("led",), settings=("default",))
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return bench.bench_models(models=("dhbm-mf", "logreg", "nochange"), **TINY)
+
+
+def test_rows_shape(rows):
+    got = [(r["model"], r["route"]) for r in rows]
+    assert got == [
+        ("dhbm-mf", "prequential"),
+        ("dhbm-mf", "progressive_val_score"),
+        ("logreg", "prequential"),
+        ("logreg", "progressive_val_score"),
+        ("nochange", "progressive_val_score"),
+        ("nochange", "prequential"),
+        (bench.STREAM_ONLY, "iter_arrays"),
+        (bench.STREAM_ONLY, "iteration"),
+    ]
+    for row in rows:
+        assert len(row["cpu_seconds"]) == len(row["seconds"]) == 2
+        assert row["instances_per_s"] > 0 and row["wall_instances_per_s"] > 0
+    loops = {(r["model"], r["route"]): r["loop"] for r in rows}
+    assert loops["dhbm-mf", "prequential"] == "arrays"  # our models take the array path
+    assert loops["logreg", "prequential"] == "dicts"
+    assert loops["dhbm-mf", "progressive_val_score"] == "dicts"
+    shares = [r["hook_share"] for r in rows]
+    assert all(0 < s < 1 for s in shares[:2]) and all(s is None for s in shares[2:])
+
+
+def test_ratios_against_the_peers(rows):
+    by = {(r["model"], r["route"]): r for r in rows}
+    loop = by["nochange", "progressive_val_score"]["instances_per_s"]
+    for (model, route), row in by.items():
+        logreg = by["logreg", route]["instances_per_s"] if route in bench.ROUTES else None
+        if logreg is None:
+            assert row["vs_logreg"] is None
+        else:
+            assert row["vs_logreg"] == pytest.approx(row["instances_per_s"] / logreg)
+        assert row["vs_loop"] == pytest.approx(loop / row["instances_per_s"])
+    assert by["logreg", "prequential"]["vs_logreg"] == 1.0
+    assert by["nochange", "progressive_val_score"]["vs_loop"] == 1.0
+
+
+def test_table_and_targets(rows):
+    table = bench.format_table(rows).splitlines()
+    assert len(table) == 2 + len(rows)
+    assert all(line.count("|") == table[0].count("|") for line in table)
+    names = [c["name"] for c in bench.targets(rows)]
+    assert any("10x LogisticRegression" in n for n in names)
+    assert any("River's loop" in n for n in names)
+    assert not any("reproduce" in n for n in names)  # needs the paper settings of all models
+
+
+def test_reproduce_estimate():
+    rows = [
+        {"setup": s, "model": m, "route": "prequential", "settings": "paper",
+         "instances_per_s": 100_000.0}
+        for s in bench.SETUPS for m in bench.OURS
+    ]
+    # 8 runs x 10 trials x 1e6 / 1e5 per s = 800 s, over 2 jobs
+    assert bench.reproduce_minutes(rows, jobs=2) == pytest.approx(800 / 2 / 60)
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError, match="Unknown model 'svm'"):
+        bench.bench_models(models=("svm",), n_instances=10)
+    with pytest.raises(ValueError, match="Invalid n_instances"):
+        bench.bench_models(n_instances=0)
+
+
+@pytest.mark.slow  # two fresh processes: ~7 s of CPU
+def test_startup_warm():
+    (warm,) = bench.startup_times(cold=False, repeats=1)
+    assert warm["cache"].startswith("warm")
+    assert 0 < warm["import river_dhbm"] < warm["to_first_prediction"] <= warm["process"]
+    assert 0 < warm["first predictions (CPU)"] < warm["cpu_to_first_prediction"]
+    assert "warm" in bench.format_startup([warm]).splitlines()[2]
+
+
+def test_cli_default_target_is_models(tmp_path, capsys):
+    out = tmp_path / "bench.md"
+    code = cli.main([
+        "bench", "--instances", "100", "--repeats", "1", "--models", "pl-mlp,logreg,nochange",
+        "--streams", "waveform", "--settings", "default", "--no-startup", "--no-split",
+        "--quiet", "--out", str(out),
+    ])
+    assert code == 0
+    text = out.read_text()
+    assert text.strip() == capsys.readouterr().out.strip()
+    assert "| waveform | PL-MLP | default | prequential | arrays |" in text
+    assert cli.main(["bench", "--instances", "0", "--models", "logreg", "--no-startup"]) == 2
+    assert "Invalid n_instances" in capsys.readouterr().err
+
+
+def test_cli_streams_target_still_works(monkeypatch):
+    from evaluation.bench import streams
+
+    seen = []
+    monkeypatch.setattr(streams, "main", lambda argv: seen.append(argv))
+    assert cli.main(["bench", "streams", "1000", "2"]) == 0
+    assert seen == [["1000", "2"]]
