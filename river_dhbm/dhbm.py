@@ -63,6 +63,9 @@ class DHBM(HybridClassifier):
         off (the paper's setting).
     activation
         Hidden units: `"sigmoid"` or `"relu"`.
+    optimizer
+        `"adam"` (Kingma & Ba, 2015, default moments 0.9 / 0.999) or `"sgd"` (the paper's
+        plain gradient steps) applied to every parameter.
     batch_size
         Instances per update.
     seed
@@ -75,8 +78,42 @@ class DHBM(HybridClassifier):
     n_labeled_seen
         Labeled instances learnt so far.
 
+    Examples
+    --------
+
+    >>> from river import evaluate
+    >>> import streams
+    >>> from evaluation import PrequentialError, prequential
+    >>> from river_dhbm import DHBM
+
+    >>> dataset = streams.LabelMask(
+    ...     streams.LEDDrift(seed=1, noise_percentage=10, n_drift_features=4),
+    ...     label_ratio=0.1, batch_size=20, seed=1,
+    ... )
+    >>> model = DHBM(seed=1)
+    >>> evaluate.progressive_val_score(dataset.take(2000), model, PrequentialError())
+    PrequentialError: 88.58%
+
+    It starts slowly (each Adam step moves a weight by at most about `learning_rate`), then
+    approaches the Bayes error of this stream (0.26); the array path is much faster:
+
+    >>> result = prequential(dataset, DHBM(seed=1), 30_000, step=10_000)
+    >>> result.faded_error.round(3)
+    array([0.65 , 0.454, 0.309])
+
     Notes
     -----
+    Defaults, measured on the stationary `LEDDrift(noise_percentage=10, n_drift_features=4)`
+    and normalised noisy `WaveformDrift` streams with 10 % labels (faded error over the last
+    50,000 of 200,000 instances; Bayes 0.260 / 0.133): one hidden layer of 32 units, Adam
+    with step 0.003, the discriminative gradient on, no dropout, soft proxy labels and no
+    mean-field sweep in learning give 0.264 / 0.154 (`estimator="sap"`: 0.262 / 0.155). The
+    paper's literal settings (`DHBM.paper`) sit near chance. What mattered: Adam rather than
+    plain gradient steps (SGD at step 0.1: 0.275 / 0.170), the discriminative gradient,
+    `mf_steps=0` (one clamped mean-field sweep whose result the recognition network must
+    match pulls it away from the discriminative solution: 0.276 on LED), a step of 0.003
+    (0.01 is faster at the start but noisier: 0.167 on Waveform).
+
     Choices where the paper leaves details open:
 
     - Layout: every parameter of every layer lives in one flat float64 buffer (`W^l` stored
@@ -103,9 +140,16 @@ class DHBM(HybridClassifier):
       neighbour states they were computed from.
     - Recognition step: the exact gradient of the summed layer-wise cross-entropy to `mu`
       (paper eq. 11; squared error for ReLU units), back-propagated through all layers, with
-      the same row weights as the model step; skipped when `mf_steps=0` (nothing to match).
+      the same row weights as the model step; skipped when `mf_steps=0` (nothing to match),
+      so that by default the recognition network learns from the discriminative gradient
+      only, while the Boltzmann machine learns `p(x, y)` from its guesses.
+    - Discriminative gradient: `-log p(y | x)` of the labeled rows and `-beta log p(y' | x)`
+      of the unlabeled rows with their proxy label `y'` (zero for soft proxy labels), times
+      `discriminative_weight`, into `U`, `d` and the recognition network.
     - Predictions: `p(y | x)` from one recognition pass (no mean-field refinement), which is
       what the discriminative gradient trains.
+    - `beta_schedule` counts mini-batch updates (there are no labeled epochs in a stream).
+    - The Adam moments are part of the model's state; a new class gets zero moments.
 
     References
     ----------
@@ -133,10 +177,10 @@ class DHBM(HybridClassifier):
 
     def __init__(
         self,
-        hidden_sizes: tuple = (48,),
+        hidden_sizes: tuple = (32,),
         estimator: str = "mf",
         n_particles: int = 10,
-        mf_steps: int = 1,
+        mf_steps: int = 0,
         learning_rate: float = 0.003,
         alpha: float = 1.0,
         beta: float = 0.1,

@@ -111,8 +111,10 @@ def discriminative_loss(X, P, T, wrow, kind, masks=None):
 
 
 def update(X, y, theta, sizes, n_classes, off, kind, estimator, mf_steps, lr, alpha, beta,
-           disc_weight, hard, mask, part_x, part_h, part_y, part_mask, noise_h, noise_v):
-    """The DHBM update, returning the new `theta` and particles (inputs untouched)."""
+           disc_weight, hard, mask, part_x, part_h, part_y, part_mask, noise_h, noise_v,
+           moments=None, step=1):
+    """The DHBM update, returning the new `theta`, particles and Adam moments (inputs
+    untouched); plain gradient steps when `moments` is None."""
     theta = theta.copy()
     P = unpack(theta, sizes, n_classes, off)
     G = {k: [np.zeros_like(a) for a in P[k]] for k in "WbURr"}
@@ -210,12 +212,20 @@ def update(X, y, theta, sizes, n_classes, off, kind, estimator, mf_steps, lr, al
             part_y = np.eye(C)[pick]
         part_h = np.concatenate([h.ravel() for h in hs])
 
+    grad = np.zeros_like(theta)
+    Gflat = unpack(grad, sizes, n_classes, off)
     for k in "WbURr":
-        for a, g in zip(P[k], G[k]):
-            a -= lr * g
-    P["c"] -= lr * G["c"]
-    P["d"] -= lr * G["d"]
-    return theta, part_x, part_h, part_y
+        for a, g in zip(Gflat[k], G[k]):
+            a += g
+    Gflat["c"] += G["c"]
+    Gflat["d"] += G["d"]
+    if moments is None:
+        return theta - lr * grad, part_x, part_h, part_y, None
+    m, v = np.split(moments, 2)
+    m = 0.9 * m + 0.1 * grad
+    v = 0.999 * v + 0.001 * grad**2
+    step_ = lr * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+    return theta - step_, part_x, part_h, part_y, np.concatenate([m, v])
 
 
 def proba(X, theta, sizes, n_classes, off, kind, scale, mf_steps):

@@ -86,7 +86,8 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
 @pytest.mark.parametrize("C", [3, 0])
-def test_update_matches_reference(case, C):
+@pytest.mark.parametrize("adam", [False, True], ids=["sgd", "adam"])
+def test_update_matches_reference(case, C, adam):
     estimator, kind, dropout, hard, mf_steps, labels = case
     y = np.array(labels if C else [-1] * 6, dtype=np.int64)
     rng, sizes, off, hcum, theta, X = _setup(C=C)
@@ -100,17 +101,21 @@ def test_update_matches_reference(case, C):
     noise_h = (rng.standard_normal(M * A) if kind == K.RELU else rng.random(M * A))
     noise_v = rng.random(M * D + M)
     args = (0.05, 1.0, 0.3, 1.5, hard, mask)
+    moments = rng.random(2 * theta.size) if adam else None
     expected = ref.update(X, y, theta, sizes, C, off, kind, estimator, mf_steps, *args,
-                          part_x, part_h, part_y, part_mask, noise_h, noise_v)
-    got = [theta.copy(), part_x.copy(), part_h.copy(), part_y.copy()]
+                          part_x, part_h, part_y, part_mask, noise_h, noise_v, moments, 3)
+    got = [theta.copy(), part_x.copy(), part_h.copy(), part_y.copy(),
+           moments.copy() if adam else None]
     grad = np.zeros_like(theta)
     work = [np.zeros(n * A) for _ in range(4)] + [np.zeros(max(n, M) * max(sizes.max(), D))]
     work += [np.zeros((n, D))] + [np.zeros((n, C)) for _ in range(3)] + [np.zeros(n), np.zeros(n)]
     DK.dhbm_update(X, y, got[0], grad, off, sizes, hcum, C, kind, estimator, mf_steps, *args,
-                   got[1], got[2], got[3], part_mask, noise_h, noise_v, *work)
+                   got[1], got[2], got[3], part_mask, noise_h, noise_v, *work,
+                   got[4] if adam else np.zeros(0), 3)
     assert not np.array_equal(got[0], theta)
     for a, b in zip(got, expected):
-        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+        if b is not None:
+            np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
     np.testing.assert_array_equal(grad, 0.0)
 
 
