@@ -110,6 +110,9 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     p.add_argument("--batch-size", type=_positive_int, help="mini-batch size")
     p.add_argument("--fading-factor", type=float, help="forgetting factor of the faded error")
     p.add_argument("--step", type=_positive_int, help="record the curve every STEP instances")
+    p.add_argument("--preset", choices=registry.PRESETS,
+                   help="this project's models: the paper's literal settings or the class "
+                   "defaults (what learns best)")
     p.add_argument("--seed", type=int, default=0, help="base seed of every trial (default 0)")
     p.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter, e.g. --set learning_rate=0.05 (repeatable)")
@@ -211,9 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------------------- plans
 
 _SETTINGS = ["instances", "trials", "label_ratio", "label_batch", "batch_size", "fading_factor",
-             "step"]
+             "step", "preset"]
 _RUN_DEFAULTS = {"instances": 100_000, "trials": 1, "label_ratio": 0.1, "label_batch": 20,
-                 "batch_size": 20, "fading_factor": 0.995, "step": 1000, "params": {}}
+                 "batch_size": 20, "fading_factor": 0.995, "step": 1000, "params": {},
+                 "preset": "default"}
 
 
 def _settings(config: dict, args) -> dict:
@@ -229,6 +233,7 @@ def _settings(config: dict, args) -> dict:
         value = settings[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"Invalid {key} ({value!r}). Must be a positive integer")
+    registry.check_preset(settings["preset"])
     if not 0.0 < settings["fading_factor"] <= 1.0:
         value = settings["fading_factor"]
         raise ValueError(f"Invalid fading_factor ({value}). Valid range is (0, 1]")
@@ -254,6 +259,7 @@ def _trials(config: dict, args) -> tuple[list, dict]:
             label_ratio=s["label_ratio"], label_batch=s["label_batch"],
             batch_size=s["batch_size"], fading_factor=s["fading_factor"], step=s["step"],
             seed=args.seed, params={**s["params"].get(model, {}), **overrides},
+            preset=s["preset"],
         )
         for stream in streams
         for model in models

@@ -42,6 +42,7 @@ class Trial:
     step: int = 1000
     seed: int = 0
     params: dict = field(default_factory=dict, hash=False)
+    preset: str = "paper"
 
     def seeds(self) -> tuple[int, int, int]:
         return trial_seeds(self.stream, self.model, self.trial, self.seed)
@@ -54,7 +55,7 @@ class Trial:
         )
         model = registry.make_model(
             self.model, dataset.n_features, dataset.n_classes, seed=model_seed,
-            params=self.params, batch_size=self.batch_size,
+            params=self.params, batch_size=self.batch_size, preset=self.preset,
         )
         return dataset, model
 

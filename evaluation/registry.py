@@ -10,6 +10,7 @@ from pathlib import Path
 
 __all__ = [
     "MODELS",
+    "PRESETS",
     "STREAMS",
     "config_path",
     "load_config",
@@ -37,6 +38,16 @@ MODELS = {
 }
 
 RIVER_PREFIX = "river:"
+
+#: Where this project's models take their settings from: the paper's literal online settings
+#: or the class defaults (the settings that learn best).
+PRESETS = ("paper", "default")
+
+
+def check_preset(preset: str) -> str:
+    if preset not in PRESETS:
+        raise ValueError(f"Unknown preset {preset!r}. Known presets: {', '.join(PRESETS)}")
+    return preset
 
 
 def check_stream_name(name: str) -> str:
@@ -113,16 +124,19 @@ def make_model(
     seed: int | None = None,
     params: dict | None = None,
     batch_size: int = 20,
+    preset: str = "paper",
 ):
     """A fresh model called `name`.
 
-    This project's models start from the paper's online settings (`Class.paper()`), with the
+    This project's models start from `preset`: the paper's literal online settings
+    (`"paper"`, `Class.paper()`) or the class defaults (`"default"`, what learns best), with the
     paper's complete-representation architecture (four hidden layers as wide as the input) unless
     `params` says otherwise, the evaluation's mini-batch size, and `params` on top. A
     `river:<module>.<Class>` model gets `params` (and `seed` when it takes one); a binary River
     classifier is wrapped in `multiclass.OneVsRestClassifier`.
     """
     check_model_name(name)
+    check_preset(preset)
     params = dict(params or {})
     if name.startswith(RIVER_PREFIX):
         cls = _river_class(name)
@@ -144,7 +158,7 @@ def make_model(
     settings.update(params)
     if "hidden_sizes" in settings:
         settings["hidden_sizes"] = tuple(settings["hidden_sizes"])
-    return _construct(name, cls.paper, settings)
+    return _construct(name, cls.paper if preset == "paper" else cls, settings)
 
 
 def _construct(name, factory, params):

@@ -36,6 +36,7 @@ def run_cli(capsys, *argv):
         (["run", "--config", "nope"], "No config 'nope'"),
         (["compare", "--models", f"{FAST},nope"], "Unknown model 'nope'"),
         (["reproduce", "--bogus"], "unrecognized arguments: --bogus"),
+        (["reproduce", "--preset", "best"], "invalid choice: 'best'"),
         (["plot", "--csv", "missing.csv", "--out", "x"], "cannot read 'missing.csv'"),
         ([], "required: COMMAND"),
     ],
@@ -255,3 +256,18 @@ def test_mnist_subcommand_is_wired(capsys, tmp_path, monkeypatch):
     code, _, err = run_cli(capsys, "mnist", "--data", str(tmp_path / "none"),
                            "--out", str(tmp_path / "o"))
     assert code == 2 and err.startswith("error: MNIST not found") and err.count("\n") == 1
+
+
+def test_preset_picks_paper_or_default_settings():
+    from evaluation import registry
+    from river_dhbm import DHBM
+
+    paper = registry.make_model("dhbm-mf", 24, 10, seed=1, preset="paper")
+    default = registry.make_model("dhbm-mf", 24, 10, seed=1, preset="default")
+    assert paper.learning_rate == DHBM._PAPER_SETTINGS["learning_rate"] == 0.051
+    assert default.learning_rate == DHBM().learning_rate
+    assert paper.hidden_sizes == default.hidden_sizes == (24,) * 4
+    with pytest.raises(ValueError, match="Unknown preset 'best'"):
+        registry.make_model("dhbm-mf", 24, 10, preset="best")
+    assert registry.load_config("fig3_led")["preset"] == "paper"
+    assert registry.load_config("compare")["preset"] == "default"
