@@ -130,8 +130,13 @@ def takes_unlabeled(model) -> bool:
 
     True for this project's models, recognised by their array path (`learn_arrays`) or by an
     explicit class attribute `_semi_supervised = True` (for any other semi-supervised learner).
-    River's supervised models get only the labeled rows.
+    River's supervised models get only the labeled rows. A River `Pipeline` takes them when its
+    last step does (the pipeline routes the `labeled` keyword to the steps that accept it).
     """
+    from river import compose
+
+    if isinstance(model, compose.Pipeline):
+        return takes_unlabeled(list(model.steps.values())[-1])
     return bool(getattr(model, "_semi_supervised", False)) or hasattr(model, "learn_arrays")
 
 

@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from river import base, dummy, evaluate, naive_bayes
+from river import base, dummy, evaluate, naive_bayes, preprocessing
 
 from evaluation import PrequentialError, prequential, takes_unlabeled
 
@@ -233,6 +233,8 @@ def test_array_path_equals_dict_path(batch_size, dict_rows):
 def test_semi_supervised_models_get_the_unlabeled_rows():
     dataset = ToyMasked(label_ratio=0.02)
     assert takes_unlabeled(NearestCentroid()) and not takes_unlabeled(naive_bayes.GaussianNB())
+    assert takes_unlabeled(preprocessing.StandardScaler() | NearestCentroid())
+    assert not takes_unlabeled(preprocessing.StandardScaler() | naive_bayes.GaussianNB())
     seen = []
 
     class Spy(NearestCentroid):
