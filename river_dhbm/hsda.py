@@ -81,9 +81,13 @@ class HSDA(HybridClassifier):
     ...     streams.LEDDrift(seed=1, noise_percentage=10, n_drift_features=4),
     ...     label_ratio=0.1, batch_size=20, seed=2,
     ... )
-    >>> model = HSDA(seed=3)
+
+    The default step size favours the long run (200,000 instances); on a short stream a
+    larger one learns faster:
+
+    >>> model = HSDA(learning_rate=0.1, seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: ...%
+    Accuracy: 20.50%
 
     Notes
     -----
@@ -100,6 +104,10 @@ class HSDA(HybridClassifier):
       averaged over its own rows (`alpha / n_labeled`, `beta / n_unlabeled`).
     - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))`, biases and predictors 0.
     - Predictions: the mean of the layers' `p(y | h^l)` on one clean pass.
+    - Defaults (stationary LED / Waveform, 10 % labels, faded error over the last 50,000 of
+      200,000 instances): one layer of 64, no corruption, step 0.01 (0.267 / 0.164); a
+      second layer did not help (64-64: 0.276 / 0.177), masking noise 0.15 and a larger
+      step hurt (32-32, 0.15, 0.05: 0.321 / 0.237).
 
     References
     ----------
@@ -126,10 +134,10 @@ class HSDA(HybridClassifier):
 
     def __init__(
         self,
-        hidden_sizes: tuple = (32, 32),
-        corruption: float = 0.15,
+        hidden_sizes: tuple = (64,),
+        corruption: float = 0.0,
         loss: str = "ce",
-        learning_rate: float = 0.05,
+        learning_rate: float = 0.01,
         alpha: float = 1.0,
         beta: float = 0.1,
         beta_schedule: tuple | None = None,

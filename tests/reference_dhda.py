@@ -195,3 +195,68 @@ def gradients(p, X, stats, kind, loss, m, disc_weight):
 def proba(X, p, kind, keep):
     """Prediction: one recognition pass with the activities scaled by the keep probability."""
     return joint_proba(recognition(X, p, kind, None, scale=keep), p)
+
+
+# --------------------------------------------------------------------------- HSDA
+# Per-layer lists: W[l] [H_{l-1}, H_l], b[l] [H_l] (encoder bias), c[l] [H_{l-1}] (decoder
+# bias), U[l] [H_l, C], d[l] [C]; `k[l]` is the corruption mask of layer l's input.
+
+
+def hsda_forward(X, p, kind, m, scale=1.0):
+    """Clean pass: each layer's activities and the ensemble p(y|x) (mean of the layers')."""
+    hs, h = [], X
+    for l in range(len(p["W"])):
+        h = scale * phi(h @ p["W"][l] + p["b"][l], kind) * (m[l] if m is not None else 1.0)
+        hs.append(h)
+    P = np.mean([softmax(h @ U + d) for h, U, d in zip(hs, p["U"], p["d"])], axis=0)
+    return hs, P
+
+
+def hsda_statistics(X, y, p, kind, m, alpha, beta, hard):
+    hs, P = hsda_forward(X, p, kind, m)
+    return [X] + hs[:-1], targets(y, P, hard), row_weights(y, alpha, beta)
+
+
+def hsda_layer_loss(p, l, u, k, T, w, kind, loss, m, in_keep):
+    """Layer l's hybrid DAE loss on its (fixed) input u: reconstruction + own predictor NLL."""
+    mu = phi((u * k) @ p["W"][l] + p["b"][l], kind) * m[l]
+    dec_kind = "sigmoid" if loss == "ce" else kind
+    r = phi(mu @ p["W"][l].T + p["c"][l], dec_kind)
+    if loss == "ce":
+        e = -(u * np.log(r) + (1 - u) * np.log(1 - r))
+    else:
+        e = 0.5 * (r - u) ** 2
+    J = np.sum(w[:, None] * in_keep * e)
+    return J - np.sum(w * np.sum(T * np.log(softmax(mu @ p["U"][l] + p["d"][l])), axis=1))
+
+
+def hsda_total_loss(p, stats, k, kind, loss, m):
+    inputs, T, w = stats
+    return sum(
+        hsda_layer_loss(p, l, inputs[l], k[l], T, w, kind, loss, m, 1.0 if l == 0 else m[l - 1])
+        for l in range(len(p["W"]))
+    )
+
+
+def hsda_gradients(p, stats, k, kind, loss, m):
+    """Hand-written gradients of `hsda_total_loss` (inputs, targets, masks fixed)."""
+    inputs, T, w = stats
+    g = {key: [np.zeros_like(a) for a in p[key]] for key in ("W", "b", "c", "U", "d")}
+    dec_kind = "sigmoid" if loss == "ce" else kind
+    for l in range(len(p["W"])):
+        u, uhat = inputs[l], inputs[l] * k[l]
+        mu = phi(uhat @ p["W"][l] + p["b"][l], kind) * m[l]
+        r = phi(mu @ p["W"][l].T + p["c"][l], dec_kind)
+        e = r - u
+        if loss == "mse":
+            e = e * phi_prime_from_output(r, dec_kind)
+        e = w[:, None] * (1.0 if l == 0 else m[l - 1]) * e
+        g["W"][l] += e.T @ mu
+        g["c"][l] += e.sum(axis=0)
+        G = w[:, None] * (softmax(mu @ p["U"][l] + p["d"][l]) - T)
+        g["U"][l] += mu.T @ G
+        g["d"][l] += G.sum(axis=0)
+        delta = (e @ p["W"][l] + G @ p["U"][l].T) * m[l] * phi_prime_from_output(mu, kind)
+        g["W"][l] += uhat.T @ delta
+        g["b"][l] += delta.sum(axis=0)
+    return g
