@@ -1,0 +1,310 @@
+"""The Stacked Boltzmann Experts Network (SBEN): the DHBM's layer-wise predecessor."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from river_dhbm import dhbm_kernels, kernels
+from river_dhbm.dhbm import DHBM
+from river_dhbm.dhbm_kernels import dhbm_update
+from river_dhbm.kernels import _JIT, COL_R, COL_RB, COL_W, forward_net, joint_proba
+
+__all__ = ["SBEN"]
+
+
+@njit(**_JIT)
+def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes, kind,
+                estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
+                part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff, act,
+                mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, reps):
+    """One update of every block, bottom-up, each a 1-layer DHBM step (`dhbm_update`).
+
+    Block `b` owns `theta[boff[b]:boff[b+1]]` laid out by `offs[b]` (`param_layout` of
+    `bsizes[b] = (in, out)`), Adam moments `moments[2 boff[b]:2 boff[b+1]]` (or none), dropout
+    mask `masks[moff[b]:moff[b+1]]`, particles `part_v[pvoff[b]:...]` `[M, in]`,
+    `part_h[phoff[b]:...]`, `part_y[b] [M, C]` and noise slices. Block 0 learns `X`; block
+    `b > 0` learns the representation of block `b - 1` computed AFTER that block's update:
+    its recognition activities scaled by the keep probability, no dropout (written to `reps`,
+    flat `>= n * sum H`). Work arrays as in `dhbm_update`, sized for the widest block.
+    """
+    n = X.shape[0]
+    L = bsizes.shape[0]
+    M = part_y.shape[1]
+    empty = np.empty(0)
+    below = X
+    pos = 0
+    for b in range(L):
+        d_in, H = bsizes[b, 0], bsizes[b, 1]
+        th = theta[boff[b] : boff[b + 1]]
+        gr = grad[boff[b] : boff[b + 1]]
+        mo = moments[2 * boff[b] : 2 * boff[b + 1]] if moments.size > 0 else moments
+        mask = masks[moff[b] : moff[b + 1]] if masks.size > 0 else masks
+        pm = part_mask[phoff[b] : phoff[b + 1]] if part_mask.size > 0 else part_mask
+        nh = noise_h[phoff[b] : phoff[b + 1]] if noise_h.size > 0 else noise_h
+        nv = noise_v[nvoff[b] : nvoff[b + 1]] if noise_v.size > 0 else noise_v
+        pv = part_v[pvoff[b] : pvoff[b + 1]].reshape((M, d_in))
+        ph = part_h[phoff[b] : phoff[b + 1]]
+        xrec = xbuf[: n * d_in].reshape((n, d_in))
+        dhbm_update(below, y, th, gr, offs[b], bsizes[b], hcums[b], n_classes, kind, estimator,
+                    mf_steps, lr, alpha, beta, disc_weight, hard, mask, pv, ph, part_y[b], pm,
+                    nh, nv, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, mo, step)
+        if b < L - 1:
+            out = reps[pos : pos + n * H]
+            forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind,
+                        empty, keep, out)
+            below = out.reshape((n, H))
+            pos += n * H
+
+
+@njit(**_JIT)
+def sben_proba(X, theta, boff, offs, bsizes, hcums, n_classes, kind, keep, act, Pb, P):
+    """`P [n, C]`: the average over blocks of each block's `p(y | h^b)`, `h^b` from its
+    recognition pass (activities scaled by `keep`) on the block below's activities."""
+    n = X.shape[0]
+    L = bsizes.shape[0]
+    empty = np.empty(0)
+    for r in range(n):
+        for k in range(n_classes):
+            P[r, k] = 0.0
+    below = X
+    pos = 0
+    for b in range(L):
+        H = bsizes[b, 1]
+        th = theta[boff[b] : boff[b + 1]]
+        out = act[pos : pos + n * H]
+        forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind, empty,
+                    keep, out)
+        joint_proba(out, n, th, offs[b], bsizes[b], hcums[b], n_classes, Pb)
+        for r in range(n):
+            for k in range(n_classes):
+                P[r, k] += Pb[r, k] / L
+        below = out.reshape((n, H))
+        pos += n * H
+
+
+class SBEN(DHBM):
+    """Stacked Boltzmann Experts Network: hybrid RBMs trained layer by layer, online.
+
+    The layer-wise predecessor of the `DHBM` (paper section 3.1 and Figure 2): a stack of
+    hybrid restricted Boltzmann machines (1-layer DHBM blocks), each modelling `p(y, h^b)` on
+    the representation of the block below and carrying its own predictor; the prediction is
+    the average of the blocks' `p(y | x)`. Every mini-batch updates the blocks bottom-up,
+    each on the block below's representation as it is after that block's update, with the
+    DHBM's learning step (same estimators, proxy labels, dropout, discriminative gradient).
+
+    Parameters
+    ----------
+    hidden_sizes
+        Hidden units of each block, bottom to top.
+    estimator
+        `"mf"` or `"sap"`, as for `DHBM` (SAP particles are kept per block).
+    n_particles
+        Persistent fantasy particles per block (`"sap"` only).
+    mf_steps
+        Clamped mean-field sweeps of each block's learning step (see `DHBM`).
+    learning_rate
+        Step size of every parameter.
+    alpha
+        Weight of the labeled rows' gradients.
+    beta
+        Weight of the unlabeled rows' gradients (final value under `beta_schedule`).
+    beta_schedule
+        `None` or `(T1, T2)` in mini-batch updates (paper eq. 17), as for `DHBM`.
+    dropout
+        Probability of dropping each hidden unit while learning; representations passed up
+        and predictions scale activities by the keep probability instead.
+    pseudo_label
+        `"soft"` or `"hard"` proxy labels, from the block's own predictor.
+    discriminative_weight
+        Weight of each block's direct discriminative gradient (into its own predictor and
+        recognition weights only: nothing is back-propagated across blocks).
+    activation
+        Hidden units: `"sigmoid"` or `"relu"`.
+    optimizer
+        `"adam"` or `"sgd"`.
+    batch_size
+        Instances per update.
+    seed
+        Seed of the generator behind the initial weights, dropout masks and Gibbs samples.
+
+    Examples
+    --------
+
+    >>> from river import evaluate
+    >>> import streams
+    >>> from evaluation import PrequentialError, prequential
+    >>> from river_dhbm import SBEN
+
+    >>> dataset = streams.LabelMask(
+    ...     streams.LEDDrift(seed=1, noise_percentage=10, n_drift_features=4),
+    ...     label_ratio=0.1, batch_size=20, seed=1,
+    ... )
+    >>> evaluate.progressive_val_score(dataset.take(2000), SBEN(seed=1), PrequentialError())
+    PrequentialError: 88.62%
+
+    >>> result = prequential(dataset, SBEN(seed=1), 30_000, step=10_000)
+    >>> result.faded_error.round(3)
+    array([0.726, 0.504, 0.341])
+
+    Notes
+    -----
+    Each block is exactly a one-hidden-layer `DHBM` (same layout, initialisation and
+    learning step, see its Notes), so its recognition weights are not doubled. The blocks
+    share the label map and the update counter; the whole stack is one flat buffer and one
+    jitted call per mini-batch.
+
+    References
+    ----------
+    [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised
+        Learning with Deep Hybrid Boltzmann Machines and Denoising Autoencoders.
+        arXiv:1511.06964.
+    [^2]: Ororbia, A. G., Reitter, D., Wu, J., & Giles, C. L. (2015). Online learning of deep
+        hybrid architectures for semi-supervised categorization. ECML PKDD.
+
+    """
+
+    def __init__(
+        self,
+        hidden_sizes: tuple = (32, 32),
+        estimator: str = "mf",
+        n_particles: int = 10,
+        mf_steps: int = 0,
+        learning_rate: float = 0.003,
+        alpha: float = 1.0,
+        beta: float = 0.1,
+        beta_schedule: tuple | None = None,
+        dropout: float = 0.0,
+        pseudo_label: str = "soft",
+        discriminative_weight: float = 1.0,
+        activation: str = "sigmoid",
+        optimizer: str = "adam",
+        batch_size: int = 20,
+        seed: int | None = None,
+    ):
+        super().__init__(
+            hidden_sizes=hidden_sizes, estimator=estimator, n_particles=n_particles,
+            mf_steps=mf_steps, learning_rate=learning_rate, alpha=alpha, beta=beta,
+            beta_schedule=beta_schedule, dropout=dropout, pseudo_label=pseudo_label,
+            discriminative_weight=discriminative_weight, activation=activation,
+            optimizer=optimizer, batch_size=batch_size, seed=seed,
+        )
+
+    _SCRATCH = DHBM._SCRATCH + ("_pred_Pb",)
+
+    # ------------------------------------------------------------------ state
+
+    def _layouts(self, C: int) -> None:
+        self._offs = np.stack([kernels.param_layout(s, C) for s in self._bsizes])
+        sizes = [int(off[-1, 2]) for off in self._offs]
+        self._boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def _init_params(self, n_features: int) -> None:
+        sizes = [n_features, *self.hidden_sizes]
+        L = len(self.hidden_sizes)
+        self._bsizes = np.array([[sizes[b], sizes[b + 1]] for b in range(L)], dtype=np.int64)
+        self._hcums = np.array([[0, sizes[b + 1]] for b in range(L)], dtype=np.int64)
+        self._sizes = np.array(sizes, dtype=np.int64)  # for the widths of work arrays
+        self._kind = kernels.ACTIVATIONS[self.activation]
+        self._estimator = _ESTIMATOR[self.estimator]
+        self._layouts(0)
+        theta = np.zeros(self._boff[-1])
+        for b in range(L):
+            fan_in, fan_out = self._bsizes[b]
+            bound = np.sqrt(6.0 / (fan_in + fan_out))
+            W = self._rng.uniform(-bound, bound, fan_in * fan_out)
+            for col in (COL_W, COL_R):
+                start = self._boff[b] + self._offs[b, 0, col]
+                theta[start : start + W.size] = W
+        self._theta = theta
+        M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
+        self._pvoff = np.concatenate([[0], np.cumsum(M * self._bsizes[:, 0])]).astype(np.int64)
+        self._phoff = np.concatenate([[0], np.cumsum(M * self._bsizes[:, 1])]).astype(np.int64)
+        self._nvoff = np.concatenate([[0], np.cumsum(M * self._bsizes[:, 0] + M)]).astype(
+            np.int64
+        )
+        self._moff_unit = np.concatenate([[0], np.cumsum(self._bsizes[:, 1])]).astype(np.int64)
+        self._part_x = (self._rng.random(self._pvoff[-1]) < 0.5).astype(np.float64)
+        self._part_h = (self._rng.random(self._phoff[-1]) < 0.5).astype(np.float64)
+        self._part_y = np.zeros((L, M, 0))
+        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0)
+        self._alloc_work()
+
+    def _alloc_work(self) -> None:
+        n, C = self.batch_size, len(self._classes)
+        H, wide = int(self._bsizes[:, 1].max()), int(self._sizes.max())
+        M = self._part_y.shape[1]
+        self._grad = np.zeros_like(self._theta)
+        self._work = dict(
+            act=np.zeros(n * H), mu=np.zeros(n * H), neg=np.zeros(n * H),
+            delta=np.zeros(n * H), zbuf=np.zeros(max(n, M, 1) * wide),
+            xbuf=np.zeros(n * wide), P=np.zeros((n, C)), T=np.zeros((n, C)),
+            Y=np.zeros((n, C)), wrow=np.zeros(n), wdisc=np.zeros(n),
+            reps=np.zeros(n * int(self._hcums[:, 1].sum())),
+        )
+        self._pred_act = np.zeros(int(self._hcums[:, 1].sum()))
+        self._pred_Pb = np.zeros((1, C))
+
+    def _add_class(self) -> None:
+        C = len(self._classes)
+        old_boff = self._boff
+        blocks = [
+            kernels.regrow_classes(self._theta[old_boff[b] : old_boff[b + 1]], s, C - 1, C)
+            for b, s in enumerate(self._bsizes)
+        ]
+        if self._moments.size:
+            moments = []
+            for b, s in enumerate(self._bsizes):
+                pair = self._moments[2 * old_boff[b] : 2 * old_boff[b + 1]]
+                moments += [kernels.regrow_classes(h, s, C - 1, C) for h in np.split(pair, 2)]
+            self._moments = np.concatenate(moments)
+        self._theta = np.concatenate(blocks)
+        self._layouts(C)
+        L, M = self._part_y.shape[:2]
+        self._part_y = np.concatenate([self._part_y, np.zeros((L, M, 1))], axis=2)
+        self._alloc_work()
+
+    # ------------------------------------------------------------------ hooks
+
+    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
+        n = X.shape[0]
+        keep = 1.0 - self.dropout
+        rng = self._rng
+        units = int(self._moff_unit[-1])
+        masks = (rng.random(n * units) < keep).astype(np.float64) if self.dropout > 0 else self._empty
+        M = self._part_y.shape[1]
+        if M:
+            part_mask = (
+                (rng.random(M * units) < keep).astype(np.float64)
+                if self.dropout > 0 else self._empty
+            )
+            size = int(self._phoff[-1])
+            noise_h = rng.standard_normal(size) if self._kind == kernels.RELU else rng.random(size)
+            noise_v = rng.random(int(self._nvoff[-1]))
+        else:
+            part_mask = noise_h = noise_v = self._empty
+        w = self._work
+        sben_update(
+            X, y, self._theta, self._grad, self._moments, self.n_updates + 1, self._boff,
+            self._offs, self._bsizes, self._hcums, len(self._classes), self._kind,
+            self._estimator, self.mf_steps, float(self.learning_rate), float(self.alpha),
+            self._current_beta(), float(self.discriminative_weight),
+            self.pseudo_label == "hard", keep, masks, n * self._moff_unit, self._part_x,
+            self._pvoff, self._part_h, self._phoff, self._part_y, part_mask, noise_h, noise_v,
+            self._nvoff, w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xbuf"],
+            w["P"], w["T"], w["Y"], w["wrow"], w["wdisc"], w["reps"],
+        )
+
+    def _proba(self, X: np.ndarray) -> np.ndarray:
+        n, C = X.shape[0], len(self._classes)
+        if n == 1:
+            act, Pb = self._pred_act, self._pred_Pb
+        else:
+            act, Pb = np.empty(n * int(self._hcums[:, 1].sum())), np.empty((n, C))
+        P = np.empty((n, C))
+        sben_proba(X, self._theta, self._boff, self._offs, self._bsizes, self._hcums, C,
+                   self._kind, 1.0 - self.dropout, act, Pb, P)
+        return P
+
+
+_ESTIMATOR = {"mf": dhbm_kernels.MF, "sap": dhbm_kernels.SAP}
