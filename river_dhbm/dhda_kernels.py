@@ -88,7 +88,7 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes
 
 @njit(cache=True)
 def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, mse, mask,
-                         in_mask, grad, delta, rbuf):
+                         in_mask, grad, delta):
     """Reconstruction terms of the loss: layer `l` decodes its clean input through its tied
     weights, `r = phi_dec(mu^l W^l^T + bias)` (bias `c` for the input, `b^{l-1}` for a hidden
     layer), scored by cross-entropy (`mse` False, `dec_kind` sigmoid) or `(r - u)^2 / 2`
@@ -97,8 +97,7 @@ def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, m
 
     Accumulates the decoder gradients (`W^l` as `e^T mu^l`, the bias as `sum_r e`, with
     `e = dloss/d(pre-activation)`) into `grad`, and adds `(e W^l) * phi'(mu^l) * mask^l`, the
-    error reaching layer `l`'s pre-activation, into `delta` (flat like `mu`). `rbuf` flat
-    work `>= n * max(D, H)`.
+    error reaching layer `l`'s pre-activation, into `delta` (flat like `mu`).
     """
     n, D = X.shape
     L = sizes.shape[0] - 1
@@ -116,15 +115,21 @@ def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, m
             u = layer(mu, hcum, n, l - 1)
             bias = vector(theta, off, sizes, l - 1, COL_B)
             gbias = vector(grad, off, sizes, l - 1, COL_B)
-        e = rbuf[: n * P].reshape((n, P))
         if l == 0:
             score_in = in_mask.size > 0
-            keep_in = in_mask if score_in else e
+            keep_in = in_mask if score_in else u
         else:
             score_in = use_mask
-            keep_in = layer(mask, hcum, n, l - 1) if use_mask else e
+            keep_in = layer(mask, hcum, n, l - 1) if use_mask else u
+        Dl = layer(delta, hcum, n, l)
+        Ml = layer(mask, hcum, n, l) if use_mask else a
+        back = np.empty(H)
         for r in range(n):
             w = wrow[r]
+            if w == 0.0:
+                continue
+            for j in range(H):
+                back[j] = 0.0
             for i in range(P):
                 s = bias[i]
                 for j in range(H):
@@ -135,22 +140,13 @@ def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, m
                     g *= derivative(rec, dec_kind)
                 if score_in:
                     g *= keep_in[r, i]
-                e[r, i] = g
-        Dl = layer(delta, hcum, n, l)
-        Ml = layer(mask, hcum, n, l) if use_mask else a
-        for r in range(n):
-            if wrow[r] == 0.0:
-                continue
-            for i in range(P):
-                gbias[i] += e[r, i]
-                if e[r, i] != 0.0:
+                if g != 0.0:
+                    gbias[i] += g
                     for j in range(H):
-                        gW[i, j] += e[r, i] * a[r, j]
+                        gW[i, j] += g * a[r, j]
+                        back[j] += g * W[i, j]
             for j in range(H):
-                s = 0.0
-                for i in range(P):
-                    s += e[r, i] * W[i, j]
-                g = s * derivative(a[r, j], kind)
+                g = back[j] * derivative(a[r, j], kind)
                 if use_mask:
                     g *= Ml[r, j]
                 Dl[r, j] += g
@@ -270,7 +266,7 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
         discriminative_delta(mu, n, P, T, wrow, theta, off, sizes, hcum, C, kind, mask, delta,
                              grad)
     reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, mse, mask,
-                         xhat[:0], grad, delta, zbuf)
+                         xhat[:0], grad, delta)
     encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
     sgd_step(theta, grad, lr)
 
@@ -398,7 +394,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
             joint_proba(mu, n, th, offs[l], sub, hc, C, Pl)
             discriminative_delta(mu, n, Pl, T, wrow, th, offs[l], sub, hc, C, kind, m, delta, gr)
         reconstruction_delta(mu, u, wrow, th, offs[l], sub, hc, kind, dec_kind, mse, m, in_mask,
-                             gr, delta, zbuf)
+                             gr, delta)
         encoder_backward(xhat, spare, spare, delta, n, sub, hc, offs[l], gr)
     sgd_step(theta, grad, lr)
 
