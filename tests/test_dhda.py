@@ -277,3 +277,14 @@ def test_learns_on_a_short_stream(stream, bound):
     from test_pseudo_label import faded_tail
 
     assert faded_tail(DHDA(learning_rate=0.1, seed=1), stream) <= bound
+
+
+def test_recognition_network_starts_as_a_copy_of_the_model():
+    model = DHDA(hidden_sizes=(6, 5), seed=0)
+    model.learn_one({i: 0.0 for i in range(4)})
+    for l in range(2):
+        W = kernels.matrix(model._theta, model._off, model._sizes, l, kernels.COL_W)
+        R = kernels.matrix(model._theta, model._off, model._sizes, l, kernels.COL_R)
+        np.testing.assert_array_equal(W, R)
+        assert np.abs(W).max() <= np.sqrt(6 / (model._sizes[l] + model._sizes[l + 1]))
+    assert np.count_nonzero(model._theta) == 2 * (4 * 6 + 6 * 5)

@@ -220,3 +220,16 @@ def test_learns_on_a_short_stream(stream, bound):
     from test_pseudo_label import faded_tail
 
     assert faded_tail(HSDA(learning_rate=0.1, seed=1), stream) <= bound
+
+
+def test_initial_weights():
+    """Each layer: Glorot-uniform W^l, biases and predictor 0."""
+    model = HSDA(hidden_sizes=(6, 5), seed=0)
+    model.learn_one({i: 0.0 for i in range(4)})
+    nonzero = 0
+    for l in range(2):
+        t = model._theta[model._bases[l] : model._bases[l + 1]]
+        W = kernels.matrix(t, model._offs[l], model._sizes[l : l + 2], 0, kernels.COL_W)
+        assert np.abs(W).max() <= np.sqrt(6 / (model._sizes[l] + model._sizes[l + 1]))
+        nonzero += np.count_nonzero(W)
+    assert np.count_nonzero(model._theta) == nonzero == 4 * 6 + 6 * 5

@@ -264,3 +264,33 @@ def test_learns_on_a_short_stream(stream, bound):
     """Chance is 0.90 (LED) and 0.67 (Waveform); measured 0.317 and 0.223 (the full-length
     figures are in the report/README)."""
     assert faded_tail(PseudoLabelMLP(learning_rate=0.05, seed=1), stream) <= bound
+
+
+@pytest.mark.parametrize("name", ["PseudoLabelMLP", "DHDA", "HSDA"])
+def test_bad_input_is_rejected_before_any_state_changes(name):
+    import pickle
+
+    import river_dhbm
+
+    model = getattr(river_dhbm, name)(hidden_sizes=(4,), batch_size=3, seed=0)
+    X, y = np.random.default_rng(0).random((7, 3)), np.array([0, 1, 2, 0, 1, 2, 0])
+    model.learn_arrays(X, y)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="Feature 1 has non-finite value nan"):
+        model.learn_one({0: 0.5, 1: float("nan"), 2: 0.1}, 1)
+    with pytest.raises(TypeError, match="Feature 2 has non-numeric value 'x'"):
+        model.learn_one({0: 0.5, 1: 0.2, 2: "x"}, 1)
+    with pytest.raises(TypeError, match=r"Invalid label \{\}"):
+        model.learn_one({0: 0.5, 1: 0.2, 2: 0.1}, {})
+    assert pickle.dumps(model) == before
+
+
+def test_initial_weights():
+    """Glorot-uniform hidden weights, everything else (biases, output layer) 0."""
+    model = PseudoLabelMLP(hidden_sizes=(30, 20), seed=0)
+    model.learn_one({i: 0.0 for i in range(10)})
+    W0 = kernels.matrix(model._theta, model._off, model._sizes, 0, kernels.COL_W)
+    W1 = kernels.matrix(model._theta, model._off, model._sizes, 1, kernels.COL_W)
+    assert 0.8 * np.sqrt(6 / 40) < np.abs(W0).max() <= np.sqrt(6 / 40)
+    assert 0.8 * np.sqrt(6 / 50) < np.abs(W1).max() <= np.sqrt(6 / 50)
+    assert np.count_nonzero(model._theta) == W0.size + W1.size
