@@ -68,6 +68,7 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     #: The paper's literal settings for the online experiments, used by `paper()`.
     _PAPER_SETTINGS: dict = {}
+    _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
 
     def __init__(self, batch_size: int = 20, seed: int | None = None):
         self.batch_size = batch_size
@@ -100,6 +101,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._X_buf: np.ndarray | None = None
         self._y_buf: np.ndarray | None = None
         self._n_buf = 0
+        self._n_buf_labeled = 0
         self.n_updates = 0
         self.n_labeled_seen = 0
 
@@ -127,6 +129,19 @@ class HybridClassifier(base.MiniBatchClassifier):
         return value
 
     def _vector(self, x: dict, features_index: dict) -> np.ndarray:
+        # Fast path: x holds exactly the known features, in their order, as plain numbers (what
+        # the streams yield): one C-level conversion instead of a Python loop over the features.
+        # A NaN or inf anywhere makes the sum non-finite; anything unusual (e.g. an int beyond
+        # float range) takes the loop below, which says what is wrong.
+        if len(x) == len(features_index) and list(x) == self._features:
+            values = list(x.values())
+            if _PLAIN_NUMBERS.issuperset(map(type, values)):
+                try:
+                    row = np.array(values, dtype=np.float64)
+                    if math.isfinite(sum(values, 0.0)):
+                        return row
+                except OverflowError:
+                    pass
         row = np.zeros(len(features_index))
         for name, value in x.items():
             # fast path for plain numbers (the ABC isinstance check costs ~1 us per feature)
@@ -154,6 +169,8 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     @staticmethod
     def _check_finite(X: np.ndarray, names) -> None:
+        if math.isfinite(X.sum()):  # cheaper than isfinite(X).all(); a NaN or inf spoils the sum
+            return
         finite = np.isfinite(X)
         if not finite.all():
             i, j = np.argwhere(~finite)[0]
@@ -178,22 +195,49 @@ class HybridClassifier(base.MiniBatchClassifier):
             self._add_class()
         return k
 
-    def _push(self, rows: np.ndarray, labels: list) -> None:
-        """Append validated rows (label or None each) to the buffer, one update per full batch."""
-        i = 0
+    def _push(self, rows: np.ndarray, labeled: list) -> None:
+        """Append validated rows to the buffer, one update per full batch. `labeled` lists
+        `(row index, label)` of the labeled rows, in row order; the other rows are unlabeled."""
+        bs = self.batch_size
+        i = k = 0
         while i < len(rows):
-            n = min(len(rows) - i, self.batch_size - self._n_buf)
-            for r in range(n):
-                y = labels[i + r]
-                self._y_buf[self._n_buf + r] = -1 if y is None else self._class_of(y)
-            self._X_buf[self._n_buf : self._n_buf + n] = rows[i : i + n]
-            self._n_buf += n
+            start = self._n_buf
+            n = min(len(rows) - i, bs - start)
+            self._X_buf[start : start + n] = rows[i : i + n]
+            codes = self._y_buf
+            codes[start : start + n] = -1
+            # classes are discovered batch by batch, in row order (a new class shows up in the
+            # update of the batch that holds it, not before)
+            while k < len(labeled) and labeled[k][0] < i + n:
+                j, y = labeled[k]
+                codes[start + j - i] = self._class_of(y)
+                self._n_buf_labeled += 1
+                k += 1
+            self._n_buf = start + n
             i += n
-            if self._n_buf == self.batch_size:
-                self.n_labeled_seen += int((self._y_buf >= 0).sum())
-                self._update(self._X_buf, self._y_buf)
-                self.n_updates += 1
-                self._n_buf = 0
+            if self._n_buf == bs:
+                self._flush()
+
+    def _push_one(self, row: np.ndarray, y) -> None:
+        """`_push` of one row (`y` None when unlabeled)."""
+        start = self._n_buf
+        self._X_buf[start] = row
+        if y is None:
+            self._y_buf[start] = -1
+        else:
+            self._y_buf[start] = self._class_of(y)
+            self._n_buf_labeled += 1
+        self._n_buf = start + 1
+        if self._n_buf == self.batch_size:
+            self._flush()
+
+    def _flush(self) -> None:
+        """One update on the full buffer."""
+        self.n_labeled_seen += self._n_buf_labeled
+        self._update(self._X_buf, self._y_buf)
+        self.n_updates += 1
+        self._n_buf = 0
+        self._n_buf_labeled = 0
 
     def learn_one(self, x: dict, y=None, labeled: bool = True, **kwargs) -> None:
         """Buffer one instance; unlabeled when `y is None` or `labeled=False`.
@@ -211,7 +255,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             _check_label(label)
         if self._features is None:
             self._fix_features(features)
-        self._push(row[None, :], [label])
+        self._push_one(row, label)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series | None = None, **kwargs) -> None:
         """Buffer a mini-batch; missing labels (None/NaN) mark unlabeled rows."""
@@ -230,7 +274,7 @@ class HybridClassifier(base.MiniBatchClassifier):
                     _check_label(v)
         if self._features is None:
             self._fix_features(features)
-        self._push(rows, labels)
+        self._push(rows, [(i, v) for i, v in enumerate(labels) if v is not None])
 
     def learn_arrays(self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None) -> None:
         """Array path: `X` float `[n, d]` with columns features `0..d-1`, `y` labels `[n]`,
@@ -250,15 +294,19 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._check_finite(X, features)
         if len(X) == 0:
             return
-        labels = [v if k else None for v, k in zip(y.tolist(), keep.tolist())]
+        if labeled is None:
+            pairs = [(i, v) for i, v in enumerate(y.tolist()) if v is not None]
+        else:
+            index = np.flatnonzero(keep)
+            pairs = [(i, v) for i, v in zip(index.tolist(), y[index].tolist()) if v is not None]
         if self._features is None:
             self._fix_features(features)
-        self._push(X, labels)
+        self._push(X, pairs)
 
     # ------------------------------------------------------------------ prediction
 
     def _proba_dict(self, p: np.ndarray) -> dict:
-        return {label: float(q) for label, q in zip(self._classes, p)}
+        return dict(zip(self._classes, p.tolist()))
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         if self._features is None:
@@ -269,6 +317,17 @@ class HybridClassifier(base.MiniBatchClassifier):
         if not self._classes:
             return {}
         return self._proba_dict(self._proba(row[None, :])[0])
+
+    def predict_one(self, x: dict, **kwargs):
+        """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
+        if (
+            self._features is None
+            or not self._classes
+            or type(self).predict_proba_one is not HybridClassifier.predict_proba_one
+        ):
+            return super().predict_one(x, **kwargs)
+        p = self._proba(self._vector(x, self._feature_index)[None, :])[0].tolist()
+        return self._classes[max(range(len(p)), key=p.__getitem__)]
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         if self._features is None or not self._classes:
