@@ -297,7 +297,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         if labeled is None:
             pairs = [(i, v) for i, v in enumerate(y.tolist()) if v is not None]
         else:
-            index = np.flatnonzero(keep)
+            index = keep.nonzero()[0]
             pairs = [(i, v) for i, v in zip(index.tolist(), y[index].tolist()) if v is not None]
         if self._features is None:
             self._fix_features(features)
