@@ -203,7 +203,7 @@ def hook_share(entry: Entry, n_instances: int) -> float | None:
 
 
 def bench_models(
-    n_instances: int = 20_000,
+    n_instances: int = 10_000,
     repeats: int = 5,
     setups=tuple(SETUPS),
     models=(*OURS, *PEERS),
@@ -529,7 +529,7 @@ def _names(text: str) -> list[str]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of the models benchmark (also used by `python -m evaluation bench`)."""
     p.add_argument("--instances", type=int, default=None,
-                   help="instances per timed run (default 20,000; --quick 3,000)")
+                   help="instances per timed run (default 10,000; --quick 3,000)")
     p.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5; --quick 3)")
     p.add_argument("--models", type=_names, default=None,
                    help=f"comma-separated, from {', '.join((*OURS, *PEERS))} (default all)")
@@ -547,7 +547,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, command: str | None = None) -> int:
-    n = args.instances if args.instances is not None else (3000 if args.quick else 20_000)
+    n = args.instances if args.instances is not None else (3000 if args.quick else 10_000)
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 5)
     settings = args.settings or (["default"] if args.quick else list(SETTINGS))
     if settings == ["both"]:
