@@ -271,7 +271,9 @@ class SBEN(DHBM):
         keep = 1.0 - self.dropout
         rng = self._rng
         units = int(self._moff_unit[-1])
-        masks = (rng.random(n * units) < keep).astype(np.float64) if self.dropout > 0 else self._empty
+        masks = self._empty
+        if self.dropout > 0:
+            masks = (rng.random(n * units) < keep).astype(np.float64)
         M = self._part_y.shape[1]
         if M:
             part_mask = (
