@@ -31,7 +31,9 @@ def check_real(name, value, low=None, high=None, low_open=False, high_open=False
     """ValueError naming `value` unless it is a finite real in the interval given."""
     lo = "-inf" if low is None else f"{low}"
     hi = "inf" if high is None else f"{high}"
-    legal = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high_open or high is None else ']'}"
+    left = "(" if low_open or low is None else "["
+    right = ")" if high_open or high is None else "]"
+    legal = f"{left}{lo}, {hi}{right}"
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
     if ok and low is not None:
         ok = value > low if low_open else value >= low

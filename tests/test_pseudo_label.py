@@ -92,7 +92,8 @@ def test_update_matches_reference(sizes, C, activation, dropout, n_lab, beta):
     flat, masks = _masks(net.sizes, B, dropout, seed=3)
     expected = ref.update(X, y, *net.ref(), activation, masks, keep, lr, beta)
     got = net.ref(net.update(X, y, activation, flat, keep, lr, beta))
-    for a, b in zip(expected[0] + expected[1] + list(expected[2:]), got[0] + got[1] + list(got[2:])):
+    flat_expected = expected[0] + expected[1] + list(expected[2:])
+    for a, b in zip(flat_expected, got[0] + got[1] + list(got[2:])):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
 
 
