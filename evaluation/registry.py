@@ -129,9 +129,9 @@ def make_model(
     """A fresh model called `name`.
 
     This project's models start from `preset`: the paper's literal online settings
-    (`"paper"`, `Class.paper()`) or the class defaults (`"default"`, what learns best), with the
-    paper's complete-representation architecture (four hidden layers as wide as the input) unless
-    `params` says otherwise, the evaluation's mini-batch size, and `params` on top. A
+    (`"paper"`, `Class.paper()`, with the paper's complete-representation architecture: four
+    hidden layers as wide as the input) or the class defaults (`"default"`, what learns best,
+    their own architecture), the evaluation's mini-batch size, and `params` on top. A
     `river:<module>.<Class>` model gets `params` (and `seed` when it takes one); a binary River
     classifier is wrapped in `multiclass.OneVsRestClassifier`.
     """
@@ -153,7 +153,9 @@ def make_model(
         cls = getattr(importlib.import_module("river_dhbm"), class_name)
     except (ImportError, AttributeError):
         raise ValueError(f"Model {name!r} is not available: river_dhbm.{class_name} is missing")
-    settings = {"hidden_sizes": (n_features,) * 4, "batch_size": batch_size, "seed": seed}
+    settings = {"batch_size": batch_size, "seed": seed}
+    if preset == "paper":  # the paper's complete representation; the defaults keep their own
+        settings["hidden_sizes"] = (n_features,) * 4
     settings.update(fixed)
     settings.update(params)
     if "hidden_sizes" in settings:

@@ -266,7 +266,7 @@ def test_preset_picks_paper_or_default_settings():
     default = registry.make_model("dhbm-mf", 24, 10, seed=1, preset="default")
     assert paper.learning_rate == DHBM._PAPER_SETTINGS["learning_rate"] == 0.051
     assert default.learning_rate == DHBM().learning_rate
-    assert paper.hidden_sizes == default.hidden_sizes == (24,) * 4
+    assert paper.hidden_sizes == (24,) * 4 and default.hidden_sizes == DHBM().hidden_sizes
     with pytest.raises(ValueError, match="Unknown preset 'best'"):
         registry.make_model("dhbm-mf", 24, 10, preset="best")
     assert registry.load_config("fig3_led")["preset"] == "paper"
