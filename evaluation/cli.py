@@ -357,7 +357,7 @@ def _cmd_bench(args) -> int:
         if args.rest:
             raise BadArguments(f"unrecognized arguments: {' '.join(args.rest)}")
         with _user_errors():
-            return models.run(args, "python -m evaluation bench " + " ".join(sys.argv[1:]))
+            return models.run(args, "python -m evaluation " + " ".join(sys.argv[1:]))
     module = importlib.import_module(f"evaluation.bench.{args.target}")
     if hasattr(module, "main"):
         return module.main(args.rest) or 0
