@@ -23,8 +23,8 @@ __all__ = [
 STREAMS = {
     "led": "the paper's drifting LED stream (24 attributes, 10 classes)",
     "waveform": "the paper's drifting, normalised Waveform stream (40 attributes, 3 classes)",
-    "led-stationary": "MOA's LED generator, 10 % noise, 24 attributes, no drift",
-    "waveform-stationary": "MOA's Waveform generator, 40 noisy attributes, normalised, no drift",
+    "led-stationary": "MOA's LEDGeneratorDrift -n 10 -d 4: 24 attributes, no drift over time",
+    "waveform-stationary": "MOA's WaveformGeneratorDrift -n -d 10, normalised: no drift over time",
 }
 
 #: Model name -> (class in `river_dhbm`, fixed constructor arguments).
@@ -63,9 +63,11 @@ def make_stream(name: str, seed: int):
 
     if name in ("led", "waveform"):
         return streams.paper_stream(name, seed)
-    if name == "led-stationary":
-        return streams.LED(seed=seed, noise_percentage=10, irrelevant_features=True)
-    return streams.NormalisationFilter(streams.Waveform(seed=seed, has_noise=True))
+    if name == "led-stationary":  # the stationary streams the models' learning targets use
+        return streams.LEDDrift(seed=seed, noise_percentage=10, n_drift_features=4)
+    return streams.NormalisationFilter(
+        streams.WaveformDrift(seed=seed, has_noise=True, n_drift_features=10)
+    )
 
 
 def masked_stream(
