@@ -20,9 +20,13 @@ from __future__ import annotations
 import math
 import numbers
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 from river import base
+
+if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s at import)
+    import pandas as pd
 
 __all__ = ["HybridClassifier"]
 
@@ -47,6 +51,88 @@ def _check_label(y) -> None:
 
 def _is_missing_label(y) -> bool:
     return y is None or (isinstance(y, float) and math.isnan(y))
+
+
+# ---------------------------------------------------------------------- hyper-parameter checks
+# Shared by every model's __init__, in River's wording: `Invalid <name> (<value>). Valid range
+# is ...` for real numbers, `Invalid <name> (<value>). Must be ...` otherwise.
+
+
+def _is_real(value) -> bool:
+    return (
+        isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    )
+
+
+def _check_range(name: str, value, low=None, high=None, low_open=False, high_open=False):
+    """ValueError naming `value` unless it is a finite real number in the interval given
+    (`None`: unbounded on that side; `*_open`: the bound itself is excluded)."""
+    ok = _is_real(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        left = "(" if low is None or low_open else "["
+        right = ")" if high is None or high_open else "]"
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        raise ValueError(f"Invalid {name} ({value!r}). Valid range is {left}{lo}, {hi}{right}")
+
+
+def _check_positive(name: str, value) -> None:
+    """A finite real number > 0 (e.g. a learning rate)."""
+    _check_range(name, value, low=0, low_open=True)
+
+
+def _check_non_negative(name: str, value) -> None:
+    """A finite real number >= 0 (e.g. a loss weight)."""
+    _check_range(name, value, low=0)
+
+
+def _check_probability(name: str, value) -> None:
+    """A probability in [0, 1) (dropout, corruption: 1 would drop everything)."""
+    _check_range(name, value, low=0, high=1, high_open=True)
+
+
+def _check_int(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= {low}")
+
+
+def _check_choice(name: str, value, legal) -> None:
+    if not isinstance(value, str) or value not in legal:
+        options = ", ".join(repr(v) for v in legal)
+        raise ValueError(f"Invalid {name} ({value!r}). Must be one of {options}")
+
+
+def _check_hidden_sizes(hidden_sizes) -> None:
+    if (
+        not isinstance(hidden_sizes, (tuple, list))
+        or len(hidden_sizes) == 0
+        or not all(
+            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
+            for h in hidden_sizes
+        )
+    ):
+        raise ValueError(
+            f"Invalid hidden_sizes ({hidden_sizes!r}). Must be a non-empty tuple of ints >= 1"
+        )
+
+
+def _check_beta_schedule(schedule) -> None:
+    if schedule is None:
+        return
+    if (
+        not isinstance(schedule, (tuple, list))
+        or len(schedule) != 2
+        or not all(_is_real(t) for t in schedule)
+        or not 0 <= schedule[0] < schedule[1]
+    ):
+        raise ValueError(
+            f"Invalid beta_schedule ({schedule!r}). Must be None or a tuple (T1, T2) with "
+            "0 <= T1 < T2 < inf"
+        )
 
 
 class HybridClassifier(base.MiniBatchClassifier):
@@ -82,10 +168,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         return cls(**{**cls._PAPER_SETTINGS, **overrides})
 
     def _check_common_params(self) -> None:
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, numbers.Integral):
-            raise ValueError(f"Invalid batch_size ({self.batch_size!r}). Must be an int >= 1")
-        if self.batch_size < 1:
-            raise ValueError(f"Invalid batch_size ({self.batch_size}). Must be an int >= 1")
+        _check_int("batch_size", self.batch_size, 1)
         if self.seed is not None and (
             isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)
         ):
@@ -155,6 +238,8 @@ class HybridClassifier(base.MiniBatchClassifier):
         return row
 
     def _check_frame(self, X: pd.DataFrame, features: list) -> np.ndarray:
+        import pandas as pd
+
         for name in X.columns:
             column = X[name]
             if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
@@ -309,13 +394,11 @@ class HybridClassifier(base.MiniBatchClassifier):
         return dict(zip(self._classes, p.tolist()))
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
-        if self._features is None:
-            for name, value in x.items():
-                self._check_value(name, value)
-            return {}
-        row = self._vector(x, self._feature_index)
+        # Nothing to predict yet: `{}` whatever `x` holds (River's MinMaxScaler, for one, sends
+        # NaN before it has seen an instance, and a pipeline predicts before it learns).
         if not self._classes:
             return {}
+        row = self._vector(x, self._feature_index)
         return self._proba_dict(self._proba(row[None, :])[0])
 
     def predict_one(self, x: dict, **kwargs):
@@ -330,9 +413,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         return self._classes[max(range(len(p)), key=p.__getitem__)]
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        if self._features is None or not self._classes:
-            if self._features is None:
-                self._check_frame(X, list(X.columns))
+        import pandas as pd
+
+        if not self._classes:
             return pd.DataFrame(index=X.index)
         P = self._proba(self._check_frame(X, self._features))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
