@@ -3,7 +3,7 @@
 `LED`, `LEDDrift`, `Waveform`, `WaveformDrift`, `ConceptDriftStream` and
 `NormalisationFilter` produce, for the same seed and options, exactly MOA's instances (see
 `shared/docs/MOA_GENERATORS.md`); `paper_stream` builds the drifting streams of the paper
-(schedule in `streams/PRESETS.md`). Each stream yields `(x: dict, y: int)`, has a jitted
+(schedule in its docstring and the README). Each stream yields `(x: dict, y: int)`, has a jitted
 array path `iter_arrays(chunk_size)` and prints its MOA command line with `moa_cli()`.
 
 """
