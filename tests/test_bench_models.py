@@ -5,7 +5,7 @@ import pytest
 from evaluation import cli
 from evaluation.bench import models as bench
 
-TINY = dict(n_instances=200, repeats=2, warmup=100, setups=("led",), settings=("default",))
+TINY = dict(n_instances=100, repeats=2, warmup=40, setups=("led",), settings=("default",))
 
 
 @pytest.fixture(scope="module")
