@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from river_dhbm import dhbm_kernels, kernels
-from river_dhbm.base import HybridClassifier
+from river_dhbm.base import (
+    HybridClassifier,
+    _check_beta_schedule,
+    _check_choice,
+    _check_hidden_sizes,
+    _check_int,
+    _check_non_negative,
+    _check_positive,
+    _check_probability,
+)
 
 __all__ = ["DHBM"]
 
 _ESTIMATORS = {"mf": dhbm_kernels.MF, "sap": dhbm_kernels.SAP}
 _PSEUDO_LABELS = ("soft", "hard")
+_OPTIMIZERS = ("sgd", "adam")
 
 
 class DHBM(HybridClassifier):
@@ -62,7 +70,7 @@ class DHBM(HybridClassifier):
         back-propagated through the label weights and the recognition network; 0 turns it
         off (the paper's setting).
     activation
-        Hidden units: `"sigmoid"` or `"relu"`.
+        Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     optimizer
         `"adam"` (Kingma & Ba, 2015, default moments 0.9 / 0.999) or `"sgd"` (the paper's
         plain gradient steps) applied to every parameter.
@@ -129,6 +137,13 @@ class DHBM(HybridClassifier):
       its own afterwards. Its weights are doubled for every layer but the top one (paper
       eq. 9), its biases are not.
     - Visible units are logistic whatever `activation` is (inputs are expected in [0, 1]).
+    - `activation="relu"` is the rectifier bounded to [0, 1], `min(max(z, 0), 1)`, and the
+      SAP samples are noisy ReLUs `max(0, z + sqrt(sigmoid(z)) eps)` clipped at 1. The
+      hidden layers of a Boltzmann machine feed each other both ways; with unbounded units
+      the energy has no lower bound and the mean-field activities (and the squared-error
+      recognition targets) grow with the weights that they grow: four plain ReLU layers of
+      24 with the paper's settings reached NaN at update 8 on LED. Bounded, the same
+      settings stay finite over 20,000 instances (`tests/test_relu_stability.py`).
     - Dropout: one mask per row and hidden unit per update, applied to the recognition
       activities and to every mean-field statistic of the same update (a dropped unit is out
       of the whole update); SAP particles get their own fresh mask per update.
@@ -234,46 +249,19 @@ class DHBM(HybridClassifier):
     # ------------------------------------------------------------------ validation
 
     def _check_params(self) -> None:
-        sizes = self.hidden_sizes
-        if (
-            not isinstance(sizes, (tuple, list))
-            or len(sizes) == 0
-            or any(isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1
-                   for h in sizes)
-        ):
-            raise ValueError(
-                f"Invalid hidden_sizes ({sizes!r}). Must be a non-empty tuple of ints >= 1"
-            )
-        if self.estimator not in _ESTIMATORS:
-            raise ValueError(f"Invalid estimator ({self.estimator!r}). Must be 'mf' or 'sap'")
-        _check_int(self.n_particles, "n_particles", 1)
-        _check_int(self.mf_steps, "mf_steps", 0)
-        _check_real(self.learning_rate, "learning_rate", "> 0", lambda v: v > 0)
-        _check_real(self.alpha, "alpha", ">= 0", lambda v: v >= 0)
-        _check_real(self.beta, "beta", ">= 0", lambda v: v >= 0)
-        _check_real(self.discriminative_weight, "discriminative_weight", ">= 0", lambda v: v >= 0)
-        _check_real(self.dropout, "dropout", "in [0, 1)", lambda v: 0 <= v < 1)
-        if self.beta_schedule is not None:
-            s = self.beta_schedule
-            if (
-                not isinstance(s, (tuple, list))
-                or len(s) != 2
-                or any(isinstance(t, bool) or not isinstance(t, numbers.Real) for t in s)
-                or not 0 <= s[0] < s[1]
-            ):
-                raise ValueError(
-                    f"Invalid beta_schedule ({s!r}). Must be None or (T1, T2) with 0 <= T1 < T2"
-                )
-        if self.pseudo_label not in _PSEUDO_LABELS:
-            raise ValueError(
-                f"Invalid pseudo_label ({self.pseudo_label!r}). Must be 'soft' or 'hard'"
-            )
-        if self.optimizer not in ("sgd", "adam"):
-            raise ValueError(f"Invalid optimizer ({self.optimizer!r}). Must be 'sgd' or 'adam'")
-        if self.activation not in kernels.ACTIVATIONS:
-            raise ValueError(
-                f"Invalid activation ({self.activation!r}). Must be 'sigmoid' or 'relu'"
-            )
+        _check_hidden_sizes(self.hidden_sizes)
+        _check_choice("estimator", self.estimator, tuple(_ESTIMATORS))
+        _check_int("n_particles", self.n_particles, 1)
+        _check_int("mf_steps", self.mf_steps, 0)
+        _check_positive("learning_rate", self.learning_rate)
+        _check_non_negative("alpha", self.alpha)
+        _check_non_negative("beta", self.beta)
+        _check_non_negative("discriminative_weight", self.discriminative_weight)
+        _check_probability("dropout", self.dropout)
+        _check_beta_schedule(self.beta_schedule)
+        _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
+        _check_choice("optimizer", self.optimizer, _OPTIMIZERS)
+        _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
 
     # ------------------------------------------------------------------ state
 
@@ -296,7 +284,7 @@ class DHBM(HybridClassifier):
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
         self._hcum = kernels.hidden_offsets(self._sizes)
-        self._kind = kernels.ACTIVATIONS[self.activation]
+        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
         self._estimator = _ESTIMATORS[self.estimator]
         self._off = kernels.param_layout(self._sizes, 0)
         theta = np.zeros(self._off[-1, 2])
@@ -365,7 +353,7 @@ class DHBM(HybridClassifier):
             part_mask = (
                 (rng.random(M * A) < keep).astype(np.float64) if self.dropout > 0 else self._empty
             )
-            draw = rng.standard_normal if self._kind == kernels.RELU else rng.random
+            draw = rng.standard_normal if self._kind != kernels.SIGMOID else rng.random
             noise_h = draw(M * A)
             noise_v = rng.random(M * self._part_x.shape[1] + M)
         else:
@@ -395,17 +383,3 @@ class DHBM(HybridClassifier):
         )
         return P
 
-
-def _check_int(value, name: str, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= {low}")
-
-
-def _check_real(value, name: str, rule: str, ok) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not np.isfinite(value)
-        or not ok(value)
-    ):
-        raise ValueError(f"Invalid {name} ({value!r}). Must be a real number {rule}")

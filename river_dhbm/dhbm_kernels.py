@@ -17,7 +17,8 @@ from river_dhbm.kernels import (
     COL_RB,
     COL_U,
     COL_W,
-    RELU,
+    BOUNDED_RELU,
+    SIGMOID,
     activate,
     add_transposed,
     discriminative_delta,
@@ -153,9 +154,11 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
         for r in range(M):
             for j in range(H):
                 p = activate(z[r, j], kind)
-                if kind == RELU:
+                if kind != SIGMOID:
                     s = z[r, j] + np.sqrt(sigmoid(z[r, j])) * eps[r, j]
                     s = s if s > 0.0 else 0.0
+                    if kind == BOUNDED_RELU and s > 1.0:
+                        s = 1.0
                 else:
                     s = 1.0 if eps[r, j] < p else 0.0
                 if use_mask:

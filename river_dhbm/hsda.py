@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from . import dhda_kernels, kernels
-from .base import HybridClassifier
-from .pseudo_label import (
-    beta_at,
-    check_activation,
-    check_beta_schedule,
-    check_choice,
-    check_hidden_sizes,
-    check_real,
+from .base import (
+    HybridClassifier,
+    _check_beta_schedule,
+    _check_choice,
+    _check_hidden_sizes,
+    _check_non_negative,
+    _check_positive,
+    _check_probability,
 )
+from .pseudo_label import beta_at
 
 __all__ = ["HSDA"]
 
@@ -57,7 +58,7 @@ class HSDA(HybridClassifier):
         Proxy label of an unlabeled row: `"soft"` (the ensemble's class probabilities) or
         `"hard"` (its predicted class).
     activation
-        Hidden units: `"sigmoid"` or `"relu"`.
+        Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     batch_size
         Instances per update.
     seed
@@ -103,6 +104,10 @@ class HSDA(HybridClassifier):
     - Proxy labels come from the ensemble (the model's prediction); each subset's loss is
       averaged over its own rows (`alpha / n_labeled`, `beta / n_unlabeled`).
     - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))`, biases and predictors 0.
+    - `activation="relu"` is the rectifier bounded to [0, 1] (as for `DHDA`): a layer above
+      reconstructs the layer below's activities, and with the default cross-entropy decoder
+      unbounded targets above 1 make the loss unbounded below (four plain ReLU layers of 24
+      reached NaN at update 159 on LED; bounded, finite over 20,000 instances).
     - Predictions: the mean of the layers' `p(y | h^l)` on one clean pass.
     - Defaults (stationary LED / Waveform, 10 % labels, faded error over the last 50,000 of
       200,000 instances): one layer of 64, no corruption, step 0.01 (0.267 / 0.164); a
@@ -163,16 +168,16 @@ class HSDA(HybridClassifier):
 
     def _check_params(self) -> None:
         self._check_common_params()
-        check_hidden_sizes(self.hidden_sizes)
-        check_real("corruption", self.corruption, low=0.0, high=1.0, high_open=True)
-        check_choice("loss", self.loss, _LOSSES)
-        check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
-        check_real("alpha", self.alpha, low=0.0)
-        check_real("beta", self.beta, low=0.0)
-        check_beta_schedule(self.beta_schedule)
-        check_real("dropout", self.dropout, low=0.0, high=1.0, high_open=True)
-        check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
-        check_activation(self.activation, tuple(kernels.ACTIVATIONS))
+        _check_hidden_sizes(self.hidden_sizes)
+        _check_probability("corruption", self.corruption)
+        _check_choice("loss", self.loss, _LOSSES)
+        _check_positive("learning_rate", self.learning_rate)
+        _check_non_negative("alpha", self.alpha)
+        _check_non_negative("beta", self.beta)
+        _check_beta_schedule(self.beta_schedule)
+        _check_probability("dropout", self.dropout)
+        _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
+        _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
 
     @classmethod
     def _unit_test_params(cls):
@@ -203,7 +208,7 @@ class HSDA(HybridClassifier):
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
         self._hcum = kernels.hidden_offsets(self._sizes)
-        self._kind = kernels.ACTIVATIONS[self.activation]
+        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
         self._dec_kind = kernels.SIGMOID if self.loss == "ce" else self._kind
         self._layout(0)
         theta = np.zeros(self._bases[-1])

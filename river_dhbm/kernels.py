@@ -17,7 +17,11 @@ Conventions used by every function here:
   `l` is the C-contiguous block `act[n * hcum[l] : n * hcum[l + 1]]` viewed `[n, H_l]`,
   with `hcum = hidden_offsets(sizes)`. Dropout masks (`mask`), targets of the KL (`mu`) and
   back-propagated deltas (`delta`) share that layout; an empty `mask` means no dropout.
-- `kind` selects the latent non-linearity: `SIGMOID` (0) or `RELU` (1).
+- `kind` selects the latent non-linearity: `SIGMOID` (0), `RELU` (1, the MLP's "relu") or
+  `BOUNDED_RELU` (2, `min(max(z, 0), 1)`, the "relu" of the hybrid models).
+- Numba's on-disk cache keys each module on its OWN source text: after changing a function
+  here, delete `river_dhbm/__pycache__/*.nb[ic]`, or the kernel modules that inline it keep
+  running their stale compiled copies.
 - Gradients are of a LOSS (to be descended) and are ACCUMULATED (`+=`) into `grad`.
 """
 
@@ -32,7 +36,12 @@ _JIT = dict(cache=True, error_model="numpy")
 
 SIGMOID = 0
 RELU = 1
+BOUNDED_RELU = 2
+#: Hidden units of the feed-forward network (`PseudoLabelMLP`): the plain rectifier.
 ACTIVATIONS = {"sigmoid": SIGMOID, "relu": RELU}
+#: Hidden units of the hybrid models (DHBM, SBEN, DHDA, HSDA): their "relu" is bounded to
+#: [0, 1] (see `activate`), because their undirected/coupled layers feed activities back.
+HYBRID_ACTIVATIONS = {"sigmoid": SIGMOID, "relu": BOUNDED_RELU}
 
 COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 
@@ -165,17 +174,23 @@ def exp(x):
 
 @njit(**_JIT)
 def activate(z, kind):
-    """`phi(z)` for a scalar: logistic sigmoid or ReLU."""
+    """`phi(z)` for a scalar: logistic sigmoid, ReLU `max(0, z)`, or bounded ReLU
+    `min(max(0, z), 1)` (the hybrid models' "relu": linear in between, like the sigmoid's
+    range, so mean-field activities, their targets and the energy stay bounded)."""
     if kind == RELU:
         return z if z > 0.0 else 0.0
+    if kind == BOUNDED_RELU:
+        return 0.0 if z <= 0.0 else (1.0 if z >= 1.0 else z)
     return 1.0 / (1.0 + exp(-z))
 
 
 @njit(**_JIT)
 def derivative(a, kind):
-    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)` or `1[a > 0]`."""
+    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]` or `1[0 < a < 1]`."""
     if kind == RELU:
         return 1.0 if a > 0.0 else 0.0
+    if kind == BOUNDED_RELU:
+        return 1.0 if 0.0 < a < 1.0 else 0.0
     return a * (1.0 - a)
 
 
@@ -324,7 +339,7 @@ def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
                 idx = base + r * H + j
                 v = act[idx]
                 g = v - mu[idx]
-                if kind == RELU and v <= 0.0:
+                if kind != SIGMOID and derivative(v, kind) == 0.0:
                     g = 0.0
                 if use_mask:
                     g *= mask[idx]

@@ -4,7 +4,7 @@ The MLP reuses the shared layout and passes of `kernels` (see its docstring): th
 layers are the encoder columns `W^l, b^l` (`COL_W, COL_B`), the softmax output layer is the
 TOP layer's label weights `U^L` and the class bias `d`. The label weights of the lower layers
 and the recognition columns of the layout stay 0 and unused (the MLP predicts from its top
-layer only).
+layer only). Its "relu" is the plain, unbounded rectifier (`kernels.RELU`).
 """
 
 from __future__ import annotations

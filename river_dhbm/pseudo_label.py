@@ -2,75 +2,20 @@
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
 from . import kernels, mlp_kernels
-from .base import HybridClassifier
+from .base import (
+    HybridClassifier,
+    _check_beta_schedule,
+    _check_choice,
+    _check_hidden_sizes,
+    _check_non_negative,
+    _check_positive,
+    _check_probability,
+)
 
 __all__ = ["PseudoLabelMLP"]
-
-
-def check_hidden_sizes(hidden_sizes) -> None:
-    if (
-        not isinstance(hidden_sizes, (tuple, list))
-        or not hidden_sizes
-        or not all(
-            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
-            for h in hidden_sizes
-        )
-    ):
-        raise ValueError(
-            f"Invalid hidden_sizes ({hidden_sizes!r}). Must be a non-empty tuple of ints >= 1"
-        )
-
-
-def check_real(name, value, low=None, high=None, low_open=False, high_open=False) -> None:
-    """ValueError naming `value` unless it is a finite real in the interval given."""
-    lo = "-inf" if low is None else f"{low}"
-    hi = "inf" if high is None else f"{high}"
-    left = "(" if low_open or low is None else "["
-    right = ")" if high_open or high is None else "]"
-    legal = f"{left}{lo}, {hi}{right}"
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        raise ValueError(f"Invalid {name} ({value!r}). Valid range is {legal}")
-
-
-def check_beta_schedule(schedule) -> None:
-    if schedule is None:
-        return
-    if (
-        not isinstance(schedule, tuple)
-        or len(schedule) != 2
-        or not all(isinstance(t, numbers.Real) and not isinstance(t, bool) for t in schedule)
-        or not 0 <= schedule[0] < schedule[1]
-        or not math.isfinite(schedule[1])
-    ):
-        raise ValueError(
-            f"Invalid beta_schedule ({schedule!r}). Must be None or a tuple (T1, T2) with "
-            "0 <= T1 < T2 < inf"
-        )
-
-
-def check_int(name, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= {low}")
-
-
-def check_choice(name, value, legal) -> None:
-    if not isinstance(value, str) or value not in legal:
-        raise ValueError(f"Invalid {name} ({value!r}). Must be one of {legal}")
-
-
-def check_activation(activation, legal) -> None:
-    check_choice("activation", activation, legal)
 
 
 def beta_at(beta: float, schedule, t: float) -> float:
@@ -203,12 +148,12 @@ class PseudoLabelMLP(HybridClassifier):
 
     def _check_params(self) -> None:
         self._check_common_params()
-        check_hidden_sizes(self.hidden_sizes)
-        check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
-        check_real("beta", self.beta, low=0.0)
-        check_beta_schedule(self.beta_schedule)
-        check_real("dropout", self.dropout, low=0.0, high=1.0, high_open=True)
-        check_activation(self.activation, tuple(kernels.ACTIVATIONS))
+        _check_hidden_sizes(self.hidden_sizes)
+        _check_positive("learning_rate", self.learning_rate)
+        _check_non_negative("beta", self.beta)
+        _check_beta_schedule(self.beta_schedule)
+        _check_probability("dropout", self.dropout)
+        _check_choice("activation", self.activation, tuple(kernels.ACTIVATIONS))
 
     @classmethod
     def _unit_test_params(cls):

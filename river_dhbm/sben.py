@@ -120,7 +120,7 @@ class SBEN(DHBM):
         Weight of each block's direct discriminative gradient (into its own predictor and
         recognition weights only: nothing is back-propagated across blocks).
     activation
-        Hidden units: `"sigmoid"` or `"relu"`.
+        Hidden units: `"sigmoid"` or `"relu"` (bounded to [0, 1], as for `DHBM`).
     optimizer
         `"adam"` or `"sgd"`.
     batch_size
@@ -205,7 +205,7 @@ class SBEN(DHBM):
         self._bsizes = np.array([[sizes[b], sizes[b + 1]] for b in range(L)], dtype=np.int64)
         self._hcums = np.array([[0, sizes[b + 1]] for b in range(L)], dtype=np.int64)
         self._sizes = np.array(sizes, dtype=np.int64)  # for the widths of work arrays
-        self._kind = kernels.ACTIVATIONS[self.activation]
+        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
         self._estimator = _ESTIMATOR[self.estimator]
         self._layouts(0)
         theta = np.zeros(self._boff[-1])
@@ -281,7 +281,8 @@ class SBEN(DHBM):
                 if self.dropout > 0 else self._empty
             )
             size = int(self._phoff[-1])
-            noise_h = rng.standard_normal(size) if self._kind == kernels.RELU else rng.random(size)
+            draw = rng.standard_normal if self._kind != kernels.SIGMOID else rng.random
+            noise_h = draw(size)
             noise_v = rng.random(int(self._nvoff[-1]))
         else:
             part_mask = noise_h = noise_v = self._empty

@@ -30,11 +30,20 @@ def unpack(theta, sizes, n_classes, off):
 
 
 def phi(z, kind):
-    return np.maximum(z, 0.0) if kind == 1 else 1.0 / (1.0 + np.exp(-z))
+    """Kinds as in `river_dhbm.kernels`: 0 sigmoid, 1 ReLU, 2 ReLU bounded to [0, 1]."""
+    if kind == 1:
+        return np.maximum(z, 0.0)
+    if kind == 2:
+        return np.clip(z, 0.0, 1.0)
+    return 1.0 / (1.0 + np.exp(-z))
 
 
 def dphi(a, kind):
-    return (a > 0).astype(float) if kind == 1 else a * (1.0 - a)
+    if kind == 1:
+        return (a > 0).astype(float)
+    if kind == 2:
+        return ((a > 0) & (a < 1)).astype(float)
+    return a * (1.0 - a)
 
 
 def softmax(Z):
@@ -95,7 +104,7 @@ def kl_loss(X, P, mu, wrow, kind, masks=None):
         k = 2.0 if l < L - 1 else 1.0
         s = phi(k * below @ P["R"][l] + P["r"][l], kind)
         keep = np.ones_like(s) if masks is None else masks[l]
-        if kind == 1:
+        if kind != 0:
             per = 0.5 * (s - mu[l]) ** 2
         else:
             per = -(mu[l] * np.log(s) + (1 - mu[l]) * np.log(1 - s))
@@ -143,8 +152,8 @@ def update(X, y, theta, sizes, n_classes, off, kind, estimator, mf_steps, lr, al
         keep = 1.0 if masks is None else masks[l]
         if mf_steps > 0:
             g = v[l] - mu[l]
-            if kind == 1:
-                g = g * (v[l] > 0)
+            if kind != 0:
+                g = g * dphi(v[l], kind)
             delta[l] += wrow[:, None] * g * keep
     if C and disc_weight:
         Gout = (disc_weight * wrow)[:, None] * (Pr - T)
@@ -190,8 +199,10 @@ def update(X, y, theta, sizes, n_classes, off, kind, estimator, mf_steps, lr, al
             if l < L - 1:
                 z = z + hs[l + 1] @ P["W"][l + 1].T
             p = phi(z, kind)
-            if kind == 1:
+            if kind != 0:  # noisy ReLU, bounded at 1 for kind 2
                 s = np.maximum(z + np.sqrt(phi(z, 0)) * eps[l], 0.0)
+                if kind == 2:
+                    s = np.minimum(s, 1.0)
             else:
                 s = (eps[l] < p).astype(float)
             if pm is not None:

@@ -14,11 +14,20 @@ from reference_mlp import softmax
 
 
 def phi(a, kind):
-    return 1.0 / (1.0 + np.exp(-a)) if kind == "sigmoid" else np.maximum(a, 0.0)
+    """`kind`: "sigmoid", "relu", or "bounded_relu" (ReLU bounded to [0, 1])."""
+    if kind == "relu":
+        return np.maximum(a, 0.0)
+    if kind == "bounded_relu":
+        return np.clip(a, 0.0, 1.0)
+    return 1.0 / (1.0 + np.exp(-a))
 
 
 def phi_prime_from_output(h, kind):
-    return h * (1.0 - h) if kind == "sigmoid" else (h > 0).astype(float)
+    if kind == "relu":
+        return (h > 0).astype(float)
+    if kind == "bounded_relu":
+        return ((h > 0) & (h < 1)).astype(float)
+    return h * (1.0 - h)
 
 
 def recognition(X, p, kind, m, scale=1.0):
@@ -173,7 +182,7 @@ def gradients(p, X, stats, kind, loss, m, disc_weight):
         if kind == "sigmoid":
             deltas.append(w[:, None] * (v[l] - mu[l]) * m[l])
         else:
-            deltas.append(w[:, None] * (v[l] - mu[l]) * (v[l] > 0) * m[l])
+            deltas.append(w[:, None] * (v[l] - mu[l]) * phi_prime_from_output(v[l], kind) * m[l])
     if disc_weight:
         Gv = disc_weight * w[:, None] * (joint_proba(v, p) - T)
         g["d"] += Gv.sum(axis=0)

@@ -61,7 +61,7 @@ def test_layout_is_dense_and_regrow_keeps_values():
     np.testing.assert_array_equal(P_new["d"], [*P_old["d"], 0.0])
 
 
-@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU])
+@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
 @pytest.mark.parametrize("mf_steps", [0, 2])
 def test_proba_matches_reference(kind, mf_steps):
     rng, sizes, off, hcum, theta, X = _setup()
@@ -81,6 +81,8 @@ CASES = [
     (DK.SAP, K.SIGMOID, 0.0, False, 1, [0, -1, 2, -1, -1, 1]),
     (DK.SAP, K.SIGMOID, 0.5, True, 1, [0, -1, 2, -1, -1, 1]),
     (DK.SAP, K.RELU, 0.2, False, 2, [1, -1, -1, -1, 0, -1]),
+    (DK.MF, K.BOUNDED_RELU, 0.3, False, 2, [0, -1, 2, -1, -1, -1]),
+    (DK.SAP, K.BOUNDED_RELU, 0.0, True, 1, [1, -1, -1, -1, 0, -1]),
 ]
 
 
@@ -98,7 +100,7 @@ def test_update_matches_reference(case, C, adam):
     part_h = (rng.random(M * A) < 0.5).astype(float)
     part_y = np.eye(max(C, 1))[rng.integers(0, max(C, 1), M)][:, :C].copy()
     part_mask = _masks(rng, M, hcum, dropout) if M else np.zeros(0)
-    noise_h = (rng.standard_normal(M * A) if kind == K.RELU else rng.random(M * A))
+    noise_h = (rng.standard_normal(M * A) if kind != K.SIGMOID else rng.random(M * A))
     noise_v = rng.random(M * D + M)
     args = (0.05, 1.0, 0.3, 1.5, hard, mask)
     moments = rng.random(2 * theta.size) if adam else None
@@ -140,7 +142,7 @@ def _ranges(off, sizes, cols, C):
     return np.array(idx)
 
 
-@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU])
+@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
 @pytest.mark.parametrize("dropout", [0.0, 0.4])
 def test_recognition_kl_gradient_by_finite_differences(kind, dropout):
     rng, sizes, off, hcum, theta, X = _setup(seed=3)
@@ -164,7 +166,7 @@ def test_recognition_kl_gradient_by_finite_differences(kind, dropout):
     np.testing.assert_array_equal(grad[others], 0.0)
 
 
-@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU])
+@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
 @pytest.mark.parametrize("dropout", [0.0, 0.4])
 def test_discriminative_gradient_by_finite_differences(kind, dropout):
     rng, sizes, off, hcum, theta, X = _setup(seed=4)

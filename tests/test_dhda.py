@@ -17,6 +17,10 @@ COLS = {"W": kernels.COL_W, "b": kernels.COL_B, "U": kernels.COL_U, "R": kernels
         "rb": kernels.COL_RB}
 
 
+# kernel kinds by the references' names ("bounded_relu": the hybrid models' "relu")
+KINDS = {**kernels.ACTIVATIONS, "bounded_relu": kernels.BOUNDED_RELU}
+
+
 class Net:
     """Random parameters in the shared flat layout, with per-layer views for the reference."""
 
@@ -98,10 +102,10 @@ def _batch(n, D, C, n_lab, seed):
 def _kernel_step(net, X, y, kind, loss, mf_steps, lr, alpha, beta, disc, hard, m_flat, k_flat,
                  theta=None):
     theta = net.theta.copy() if theta is None else theta
-    dec = kernels.SIGMOID if loss == "ce" else kernels.ACTIVATIONS[kind]
+    dec = kernels.SIGMOID if loss == "ce" else KINDS[kind]
     dhda_kernels.dhda_update(
         X, y, theta, np.zeros_like(theta), net.off, net.sizes, net.hcum, net.C,
-        kernels.ACTIVATIONS[kind], dec, loss == "mse", mf_steps, lr, alpha, beta, disc, hard,
+        KINDS[kind], dec, loss == "mse", mf_steps, lr, alpha, beta, disc, hard,
         m_flat, k_flat,
     )
     return theta
@@ -115,6 +119,8 @@ CASES = [
     ((5, 4, 4), 3, "relu", "mse", 0.0, 0.0, 3, 0, 1.0, 0.4, 1.0, False),
     ((5, 3, 4), 3, "sigmoid", "mse", 0.2, 0.1, 1, 8, 1.0, 0.0, 0.5, True),
     ((4, 5, 3), 2, "relu", "ce", 0.0, 0.2, 1, 5, 1.0, 0.3, 0.0, False),
+    ((5, 4, 4, 3), 3, "bounded_relu", "mse", 0.3, 0.2, 2, 3, 1.0, 0.4, 1.0, False),
+    ((4, 5, 3), 2, "bounded_relu", "ce", 0.0, 0.1, 1, 5, 1.0, 0.3, 0.5, True),
 ]
 
 
@@ -136,7 +142,9 @@ def test_update_matches_reference(sizes, C, kind, loss, dropout, corruption, mf_
 
 
 @pytest.mark.parametrize("kind, loss, disc", [("sigmoid", "ce", 1.0), ("relu", "mse", 0.5),
-                                              ("sigmoid", "mse", 0.0)])
+                                              ("sigmoid", "mse", 0.0),
+                                              ("bounded_relu", "mse", 0.5),
+                                              ("bounded_relu", "ce", 1.0)])
 def test_gradient_is_the_loss_gradient(kind, loss, disc):
     """Every coordinate of the step (lr = 1) is minus the finite-difference gradient of the
     reference's total loss, with masks, targets, the sweep's corrupted inputs and the
@@ -205,11 +213,11 @@ def test_beta_zero_ignores_unlabeled_rows():
     "params, match",
     [
         ({"hidden_sizes": ()}, r"Invalid hidden_sizes \(\(\)\)"),
-        ({"corruption": 1.0}, r"Invalid corruption \(1.0\). Valid range is \[0.0, 1.0\)"),
-        ({"loss": "l1"}, r"Invalid loss \('l1'\). Must be one of \('ce', 'mse'\)"),
+        ({"corruption": 1.0}, r"Invalid corruption \(1.0\). Valid range is \[0, 1\)"),
+        ({"loss": "l1"}, r"Invalid loss \('l1'\). Must be one of 'ce', 'mse'"),
         ({"mf_steps": 0}, r"Invalid mf_steps \(0\). Must be an int >= 1"),
         ({"learning_rate": -1.0}, r"Invalid learning_rate \(-1.0\)"),
-        ({"alpha": -0.5}, r"Invalid alpha \(-0.5\). Valid range is \[0.0, inf\)"),
+        ({"alpha": -0.5}, r"Invalid alpha \(-0.5\). Valid range is \[0, inf\)"),
         ({"beta": float("inf")}, r"Invalid beta \(inf\)"),
         ({"beta_schedule": (3,)}, r"Invalid beta_schedule \(\(3,\)\)"),
         ({"dropout": -0.1}, r"Invalid dropout \(-0.1\)"),

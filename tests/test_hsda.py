@@ -13,6 +13,10 @@ from river_dhbm import dhda_kernels, kernels
 from river_dhbm.hsda import HSDA
 
 
+# kernel kinds by the references' names ("bounded_relu": the hybrid models' "relu")
+KINDS = {**kernels.ACTIVATIONS, "bounded_relu": kernels.BOUNDED_RELU}
+
+
 class Stack:
     """Random parameters of an HSDA in its flat layout, with per-layer reference views."""
 
@@ -80,10 +84,10 @@ def _batch(n, D, C, n_lab, seed):
 
 def _step(stack, X, y, kind, loss, lr, alpha, beta, hard, m_flat, k_flat, theta=None):
     theta = stack.theta.copy() if theta is None else theta
-    dec = kernels.SIGMOID if loss == "ce" else kernels.ACTIVATIONS[kind]
+    dec = kernels.SIGMOID if loss == "ce" else KINDS[kind]
     dhda_kernels.hsda_update(
         X, y, theta, np.zeros_like(theta), stack.bases, stack.offs, stack.sizes, stack.hcum,
-        stack.C, kernels.ACTIVATIONS[kind], dec, loss == "mse", lr, alpha, beta, hard, m_flat,
+        stack.C, KINDS[kind], dec, loss == "mse", lr, alpha, beta, hard, m_flat,
         k_flat,
     )
     return theta
@@ -96,6 +100,8 @@ CASES = [
     ((4, 6), 2, "relu", "mse", 0.3, 0.2, 4, 0.7, 0.2, True),
     ((5, 4, 4), 3, "relu", "mse", 0.0, 0.0, 0, 1.0, 0.4, False),
     ((5, 3, 4), 3, "sigmoid", "mse", 0.2, 0.1, 8, 1.0, 0.0, True),
+    ((5, 4, 4), 3, "bounded_relu", "mse", 0.3, 0.2, 3, 1.0, 0.4, False),
+    ((4, 5, 3), 2, "bounded_relu", "ce", 0.0, 0.1, 2, 1.0, 0.3, True),
 ]
 
 
@@ -114,7 +120,8 @@ def test_update_matches_reference(sizes, C, kind, loss, dropout, corruption, n_l
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-13)
 
 
-@pytest.mark.parametrize("kind, loss", [("sigmoid", "ce"), ("relu", "mse")])
+@pytest.mark.parametrize("kind, loss", [("sigmoid", "ce"), ("relu", "mse"),
+                                        ("bounded_relu", "mse"), ("bounded_relu", "ce")])
 def test_gradient_is_the_loss_gradient(kind, loss):
     """The step (lr = 1) is minus the finite-difference gradient of the sum of the layers'
     losses, each layer's input, the targets and the masks held fixed."""
@@ -161,7 +168,7 @@ def test_proba_is_the_mean_of_the_layer_predictors():
     "params, match",
     [
         ({"hidden_sizes": (3, -1)}, r"Invalid hidden_sizes \(\(3, -1\)\)"),
-        ({"corruption": -0.1}, r"Invalid corruption \(-0.1\). Valid range is \[0.0, 1.0\)"),
+        ({"corruption": -0.1}, r"Invalid corruption \(-0.1\). Valid range is \[0, 1\)"),
         ({"loss": "hinge"}, r"Invalid loss \('hinge'\)"),
         ({"learning_rate": 0.0}, r"Invalid learning_rate \(0.0\)"),
         ({"alpha": "1"}, r"Invalid alpha \('1'\)"),

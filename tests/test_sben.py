@@ -96,7 +96,7 @@ def test_update_and_proba_match_the_reference(params):
         if model.dropout:
             part_mask = (rng.random(M * units) < keep).astype(float)
         size = int(model._phoff[-1])
-        noise_h = rng.standard_normal(size) if model._kind == kernels.RELU else rng.random(size)
+        noise_h = rng.standard_normal(size) if model._kind != kernels.SIGMOID else rng.random(size)
         noise_v = rng.random(int(model._nvoff[-1]))
     yb = np.array([model._class_index[v] if k else -1 for v, k in zip(y[40:], labeled[40:])])
     theta, parts, moments = _reference_step(before, X[40:], yb, (masks, part_mask, noise_h,
