@@ -160,8 +160,9 @@ def test_summary_is_mean_and_standard_error_over_trials():
     assert row.mean_faded_error == pytest.approx((0.3 + 0.45) / 2)
     assert row.final_faded_error == pytest.approx(0.25)
     assert row.final_faded_error_se == pytest.approx(np.std([0.2, 0.3], ddof=1) / np.sqrt(2))
-    assert "| s | m | 2 | 20 | 37.50 ± 7.50 | 25.00 ± 5.00 |" in experiment.summary_markdown(
-        summarise(curves))
+    assert row.tail_faded_error == pytest.approx(0.25)  # positions past 3/4 of the run: 20
+    table = experiment.summary_markdown(summarise(curves))
+    assert "| s | m | 2 | 20 | 37.50 ± 7.50 | 25.00 ± 5.00 | 25.00 ± 5.00 |" in table
 
 
 def synthetic_curves():
