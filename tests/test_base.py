@@ -142,3 +142,13 @@ def test_invalid_common_params():
         Softmax(batch_size=0)
     with pytest.raises(ValueError, match=r"Invalid seed \('a'\)"):
         Softmax(seed="a")
+
+
+def test_nothing_to_predict_yet_gives_empty_predictions_whatever_the_input():
+    # River's MinMaxScaler sends NaN before it has seen anything; a pipeline predicts first.
+    model = Softmax(seed=0)
+    assert model.predict_proba_one({0: float("nan")}) == {}
+    assert model.predict_one({0: float("nan")}) is None
+    assert model.predict_proba_many(pd.DataFrame({0: [np.nan]})).empty
+    model.learn_one({0: 1.0})  # unlabeled: still no class
+    assert model.predict_proba_one({0: float("inf")}) == {}
