@@ -273,15 +273,15 @@ def summarise(curves: pd.DataFrame) -> pd.DataFrame:
 
     Computed from the curves table alone, so it can be redone from a CSV.
     """
-    curves = curves.sort_values("position")
     keys = ["stream", "model", "trial"]
-    last = curves.groupby(keys, sort=False)["position"].transform("max")
+    by_position = curves.sort_values("position", kind="stable")
+    last = by_position.groupby(keys, sort=False)["position"].transform("max")
     tail = (
-        curves[curves.position > 0.75 * last]
+        by_position[by_position.position > 0.75 * last]
         .groupby(keys, sort=False)["faded_error"].mean().rename("tail_faded_error")
     )
     per_trial = (
-        curves.groupby(keys, sort=False)
+        by_position.groupby(keys, sort=False)
         .agg(
             instances=("position", "last"),
             mean_faded_error=("faded_error", "mean"),

@@ -272,3 +272,11 @@ def test_preset_picks_paper_or_default_settings():
         registry.make_model("dhbm-mf", 24, 10, preset="best")
     assert registry.load_config("fig3_led")["preset"] == "paper"
     assert registry.load_config("compare")["preset"] == "default"
+
+
+def test_summary_keeps_the_order_of_the_run():
+    curves = pd.DataFrame({
+        "stream": ["s"] * 4, "model": ["z", "z", "a", "a"], "trial": [0] * 4,
+        "position": [20, 30, 10, 20], "faded_error": [0.1] * 4, "error": [0.1] * 4,
+    })
+    assert list(summarise(curves).model) == ["z", "a"]
