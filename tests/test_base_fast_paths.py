@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.test_base import Softmax
+from test_base import Softmax
 
 
 def _fitted():
