@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import tomllib
 from pathlib import Path
 
 from . import registry
+from .arguments import assignment, names, non_negative_int, positive_int, ratio
 
 __all__ = ["main"]
 
@@ -50,73 +50,27 @@ class _Parser(argparse.ArgumentParser):
         raise BadArguments(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or a positive integer, got {value}")
-    return value
-
-
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
-    return value
-
-
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
-def _assignment(text: str) -> tuple[str, object]:
-    """`key=value` with a TOML value (`0.05`, `[24, 24]`, `"sap"`); bare words are strings."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        parsed = tomllib.loads(f"v = {value}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = value
-    return key.strip(), parsed
-
-
 # ---------------------------------------------------------------------------------- flags
 
 
 def _add_run_flags(p, defaults_from_config: bool) -> None:
     """Flags shared by reproduce, compare and run (None: keep the config's value)."""
-    p.add_argument("--trials", type=_positive_int, help="number of trials per stream and model")
-    p.add_argument("--instances", type=_positive_int, help="instances per trial")
-    p.add_argument("--label-ratio", type=_ratio, help="expected share of labeled instances")
-    p.add_argument("--label-batch", type=_non_negative_int,
+    p.add_argument("--trials", type=positive_int, help="number of trials per stream and model")
+    p.add_argument("--instances", type=positive_int, help="instances per trial")
+    p.add_argument("--label-ratio", type=ratio, help="expected share of labeled instances")
+    p.add_argument("--label-batch", type=non_negative_int,
                    help="each block of this many instances draws its own label ratio in "
                    "[0, 2 x label ratio]; 0: each instance keeps its label independently")
-    p.add_argument("--batch-size", type=_positive_int, help="mini-batch size")
+    p.add_argument("--batch-size", type=positive_int, help="mini-batch size")
     p.add_argument("--fading-factor", type=float, help="forgetting factor of the faded error")
-    p.add_argument("--step", type=_positive_int, help="record the curve every STEP instances")
+    p.add_argument("--step", type=positive_int, help="record the curve every STEP instances")
     p.add_argument("--preset", choices=registry.PRESETS,
                    help="this project's models: the paper's literal settings or the class "
                    "defaults (what learns best)")
     p.add_argument("--seed", type=int, default=0, help="base seed of every trial (default 0)")
-    p.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter, e.g. --set learning_rate=0.05 (repeatable)")
-    p.add_argument("--jobs", type=_positive_int, default=1, help="local worker processes")
+    p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the trials on this dask.distributed scheduler (instead of --jobs)")
     p.add_argument("--out", type=Path, help="output directory")
@@ -124,9 +78,9 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     if defaults_from_config:
         p.add_argument("--quick", action="store_true",
                        help="the configs' short version (1 trial x 50,000 instances)")
-        p.add_argument("--models", type=_names,
+        p.add_argument("--models", type=names,
                        help="comma-separated models instead of the config's")
-        p.add_argument("--streams", type=_names,
+        p.add_argument("--streams", type=names,
                        help="comma-separated streams instead of the config's")
 
 
@@ -163,7 +117,7 @@ def _add_plot(sub) -> None:
     p = sub.add_parser("plot", help="figures from a curves CSV, without re-running")
     p.add_argument("--csv", type=Path, required=True, help="a curves.csv written by this CLI")
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--zoom", type=_positive_int, default=50_000,
+    p.add_argument("--zoom", type=positive_int, default=50_000,
                    help="instances shown in the left panels (default 50,000)")
     p.add_argument("--name", default="prequential_error", help="figure file name, no extension")
     p.set_defaults(func=_cmd_plot)

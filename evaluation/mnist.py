@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .arguments import assignment, floats, positive_int
+
 __all__ = [
     "ENV_VAR",
     "MNIST",
@@ -538,36 +540,6 @@ def write_outputs(out: Path, results, selection, settings: dict) -> list[Path]:
 # ---------------------------------------------------------------------------------- CLI
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}") from None
-
-
-def _assignment(text: str) -> tuple[str, object]:
-    """`key=value` with a TOML value (`0.05`, `[784, 784]`, `"sap"`); bare words are strings."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        parsed = tomllib.loads(f"v = {value}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = value
-    return key.strip(), parsed
-
-
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the `mnist` subcommand to an argparse `subparsers` object."""
     p = subparsers.add_parser(
@@ -580,20 +552,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--model", choices=sorted(MODELS), default="dhbm",
                    help="table row (default dhbm)")
     p.add_argument("--config", help="a TOML config instead of configs/mnist_<model>.toml")
-    p.add_argument("--trials", type=_positive_int, help="trials after the selection (config: 10)")
-    p.add_argument("--labels", type=_positive_int, help="labeled training images (config: 100)")
-    p.add_argument("--epochs", type=_positive_int, help="passes over the unlabeled set (config: 6)")
-    p.add_argument("--max-train", type=_positive_int,
+    p.add_argument("--trials", type=positive_int, help="trials after the selection (config: 10)")
+    p.add_argument("--labels", type=positive_int, help="labeled training images (config: 100)")
+    p.add_argument("--epochs", type=positive_int, help="passes over the unlabeled set (config: 6)")
+    p.add_argument("--max-train", type=positive_int,
                    help="use at most this many unlabeled images (quick runs)")
-    p.add_argument("--lr", type=_floats, help="learning-rate grid, e.g. 0.05,0.08,0.11")
-    p.add_argument("--beta", type=_floats, help="beta grid, e.g. 0.35,0.6,0.9")
-    p.add_argument("--select-train", type=_positive_int,
+    p.add_argument("--lr", type=floats, help="learning-rate grid, e.g. 0.05,0.08,0.11")
+    p.add_argument("--beta", type=floats, help="beta grid, e.g. 0.35,0.6,0.9")
+    p.add_argument("--select-train", type=positive_int,
                    help="unlabeled images of each grid-search run (config value)")
-    p.add_argument("--select-epochs", type=_positive_int, help="epochs of each grid-search run")
-    p.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--select-epochs", type=positive_int, help="epochs of each grid-search run")
+    p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter on top of the config, e.g. --set mf_steps=2 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--jobs", type=_positive_int, default=1, help="worker processes")
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     p.add_argument("--out", type=Path, help="output directory (default results/mnist-<model>)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)

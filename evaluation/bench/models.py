@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from evaluation.arguments import names
+
 __all__ = ["Entry", "bench_models", "format_table", "main", "startup_times", "targets"]
 
 #: Set-up name -> (registry stream, hidden layers of the paper's complete representation).
@@ -522,20 +524,16 @@ def report(rows, startup, checks, command: str) -> str:
 # ---------------------------------------------------------------------------------- CLI
 
 
-def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of the models benchmark (also used by `python -m evaluation bench`)."""
     p.add_argument("--instances", type=int, default=None,
                    help="instances per timed run (default 10,000; --quick 3,000)")
     p.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5; --quick 3)")
-    p.add_argument("--models", type=_names, default=None,
+    p.add_argument("--models", type=names, default=None,
                    help=f"comma-separated, from {', '.join((*OURS, *PEERS))} (default all)")
-    p.add_argument("--streams", type=_names, default=None,
+    p.add_argument("--streams", type=names, default=None,
                    help=f"comma-separated, from {', '.join(SETUPS)} (default all)")
-    p.add_argument("--settings", type=_names, default=None,
+    p.add_argument("--settings", type=names, default=None,
                    help="default, paper or both (default both; --quick default only)")
     p.add_argument("--quick", action="store_true",
                    help="small runs, default settings only, no cold-cache start")

@@ -1,0 +1,65 @@
+"""Value parsers for the command line's flags (argparse `type=` functions), shared by every
+subcommand: each raises `argparse.ArgumentTypeError` with what is wrong."""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+
+__all__ = ["assignment", "floats", "names", "non_negative_int", "positive_int", "ratio"]
+
+
+def _int(text: str, low: int, wanted: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An int >= 1 (`1_000_000` allowed)."""
+    return _int(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """An int >= 0."""
+    return _int(text, 0, "0 or a positive integer")
+
+
+def ratio(text: str) -> float:
+    """A number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
+def names(text: str) -> list[str]:
+    """Comma-separated names, blanks dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def floats(text: str) -> list[float]:
+    """Comma-separated numbers."""
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def assignment(text: str) -> tuple[str, object]:
+    """`key=value` with a TOML value (`0.05`, `[24, 24]`, `"sap"`); bare words are strings."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        parsed = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value
+    return key.strip(), parsed
