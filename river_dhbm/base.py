@@ -252,6 +252,18 @@ class HybridClassifier(base.MiniBatchClassifier):
             self._check_finite(X[extra].to_numpy(dtype=np.float64), extra)
         return np.ascontiguousarray(values)
 
+    def _check_arrays(self, X: np.ndarray) -> tuple[np.ndarray, list]:
+        """The array paths' input as C-contiguous float64 `[n, d]` with the model's `d` finite
+        columns (features `0..d-1` before the first instance), and those feature names."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        features = self._features if self._features is not None else list(range(X.shape[1]))
+        if X.shape[1] != len(features):
+            raise ValueError(f"X has {X.shape[1]} columns, the model has {len(features)} features")
+        self._check_finite(X, features)
+        return X, features
+
     @staticmethod
     def _check_finite(X: np.ndarray, names) -> None:
         if math.isfinite(X.sum()):  # cheaper than isfinite(X).all(); a NaN or inf spoils the sum
@@ -364,19 +376,13 @@ class HybridClassifier(base.MiniBatchClassifier):
     def learn_arrays(self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None) -> None:
         """Array path: `X` float `[n, d]` with columns features `0..d-1`, `y` labels `[n]`,
         `labeled` bool `[n]` (all labeled if omitted). Same buffer as `learn_one`."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        X, features = self._check_arrays(X)
         y = np.asarray(y)
         if y.shape != (len(X),):
             raise ValueError(f"y has shape {y.shape}, expected ({len(X)},)")
         keep = np.ones(len(X), dtype=bool) if labeled is None else np.asarray(labeled, dtype=bool)
         if keep.shape != (len(X),):
             raise ValueError(f"labeled has shape {keep.shape}, expected ({len(X)},)")
-        features = self._features if self._features is not None else list(range(X.shape[1]))
-        if X.shape[1] != len(features):
-            raise ValueError(f"X has {X.shape[1]} columns, the model has {len(features)} features")
-        self._check_finite(X, features)
         if len(X) == 0:
             return
         if labeled is None:
@@ -422,13 +428,7 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
         """Array path: `p(y | x)` as float64 `[n, len(classes_)]` (no columns before a label)."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
-        features = self._features if self._features is not None else list(range(X.shape[1]))
-        if X.shape[1] != len(features):
-            raise ValueError(f"X has {X.shape[1]} columns, the model has {len(features)} features")
-        self._check_finite(X, features)
+        X, _ = self._check_arrays(X)
         if not self._classes:
             return np.zeros((len(X), 0))
         return self._proba(X)
