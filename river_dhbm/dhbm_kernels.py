@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from river_dhbm.blas import gemm
 from river_dhbm.kernels import _JIT
 
 from river_dhbm.kernels import (
@@ -42,14 +43,12 @@ SAP = 1
 def add_outer(A, B, w, scale, out):
     """`out [P, H] += scale * sum_r w[r] A[r]^T B[r]` for `A [n, P]`, `B [n, H]`, `w [n]`."""
     n, P = A.shape
-    H = B.shape[1]
+    Aw = np.empty((n, P))
     for r in range(n):
-        if w[r] == 0.0:
-            continue
+        a = scale * w[r]
         for i in range(P):
-            a = scale * w[r] * A[r, i]
-            for j in range(H):
-                out[i, j] += a * B[r, j]
+            Aw[r, i] = a * A[r, i]
+    gemm(Aw, B, out, 1.0, 1.0, True, False)
 
 
 @njit(**_JIT)
@@ -301,15 +300,22 @@ def adam_step(theta, grad, moments, lr, step):
     zero `grad`. `moments [2 * size]`: first moments, then second moments."""
     size = theta.shape[0]
     b1, b2, eps = 0.9, 0.999, 1e-8
-    c1 = 1.0 - b1**step
-    c2 = 1.0 - b2**step
+    # (m / c1) / (sqrt(v / c2) + eps) == m * (sqrt(c2) / c1) / (sqrt(v) + eps * sqrt(c2)):
+    # one division per weight (Kingma & Ba's "more efficient" order)
+    root_c2 = np.sqrt(1.0 - b2**step)
+    step_size = lr * root_c2 / (1.0 - b1**step)
+    eps_hat = eps * root_c2
     for i in range(size):
         g = grad[i]
         m = b1 * moments[i] + (1.0 - b1) * g
         v = b2 * moments[size + i] + (1.0 - b2) * g * g
+        # moments of weights that stop receiving gradient decay geometrically; flush them
+        # before they turn subnormal (subnormal arithmetic is ~100x slower)
+        m = m if abs(m) > 1e-150 else 0.0
+        v = v if v > 1e-300 else 0.0
         moments[i] = m
         moments[size + i] = v
-        theta[i] -= lr * (m / c1) / (np.sqrt(v / c2) + eps)
+        theta[i] -= step_size * m / (np.sqrt(v) + eps_hat)
         grad[i] = 0.0
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from river_dhbm.blas import gemm
 from river_dhbm.kernels import (
     COL_B,
     COL_R,
@@ -125,30 +126,25 @@ def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, m
             keep_in = layer(mask, hcum, n, l - 1) if use_mask else u
         Dl = layer(delta, hcum, n, l)
         Ml = layer(mask, hcum, n, l) if use_mask else a
-        back = np.empty(H)
+        E = np.empty((n, P))
+        gemm(a, W, E, 1.0, 0.0, False, True)  # decoder pre-activation mu^l W^l^T
         for r in range(n):
             w = wrow[r]
-            if w == 0.0:
-                continue
-            for j in range(H):
-                back[j] = 0.0
             for i in range(P):
-                s = bias[i]
-                for j in range(H):
-                    s += a[r, j] * W[i, j]
-                rec = activate(s, dec_kind)
+                rec = activate(E[r, i] + bias[i], dec_kind)
                 g = w * (rec - u[r, i])
                 if mse:
                     g *= derivative(rec, dec_kind)
                 if score_in:
                     g *= keep_in[r, i]
-                if g != 0.0:
-                    gbias[i] += g
-                    for j in range(H):
-                        gW[i, j] += g * a[r, j]
-                        back[j] += g * W[i, j]
+                E[r, i] = g
+                gbias[i] += g
+        gemm(E, a, gW, 1.0, 1.0, True, False)  # decoder weights: e^T mu^l
+        back = np.empty((n, H))
+        gemm(E, W, back, 1.0, 0.0, False, False)  # error reaching layer l: e W^l
+        for r in range(n):
             for j in range(H):
-                g = back[j] * derivative(a[r, j], kind)
+                g = back[r, j] * derivative(a[r, j], kind)
                 if use_mask:
                     g *= Ml[r, j]
                 Dl[r, j] += g
@@ -170,20 +166,10 @@ def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, gra
         for r in range(n):
             for j in range(H):
                 gb[j] += Dl[r, j]
-            for i in range(P):
-                a = below[r, i]
-                if a != 0.0:
-                    for j in range(H):
-                        gW[i, j] += a * Dl[r, j]
+        gemm(below, Dl, gW, 1.0, 1.0, True, False)
         if l < L - 1:
             above = layer(above_hat, hcum, n, l + 1)
-            gT = matrix(grad, off, sizes, l + 1, COL_W)
-            for r in range(n):
-                for i in range(H):
-                    g = Dl[r, i]
-                    if g != 0.0:
-                        for j in range(sizes[l + 2]):
-                            gT[i, j] += g * above[r, j]
+            gemm(Dl, above, matrix(grad, off, sizes, l + 1, COL_W), 1.0, 1.0, True, False)
 
 
 @njit(cache=True)

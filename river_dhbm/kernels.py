@@ -31,8 +31,12 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-# error_model="numpy": float division without Python's zero check, so loops vectorise.
-_JIT = dict(cache=True, error_model="numpy")
+from river_dhbm.blas import gemm
+
+# error_model="numpy": float division without Python's zero check, so loops vectorise;
+# "contract": fused multiply-add. No reassociation: `exp`'s argument reduction relies on the
+# order of its operations.
+_JIT = dict(cache=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
 SIGMOID = 0
 RELU = 1
@@ -225,34 +229,13 @@ def softmax_rows(Z):
 @njit(**_JIT)
 def affine(below, M, out, k):
     """`out [n, H] = k * below [n, P] @ M [P, H]` (overwrites `out`)."""
-    n, P = below.shape
-    H = M.shape[1]
-    for r in range(n):
-        for j in range(H):
-            out[r, j] = 0.0
-        for i in range(P):
-            a = below[r, i]
-            for j in range(H):
-                out[r, j] += a * M[i, j]
-        if k != 1.0:
-            for j in range(H):
-                out[r, j] *= k
+    gemm(below, M, out, k, 0.0, False, False)
 
 
 @njit(**_JIT)
 def add_transposed(above, M, out):
     """`out [n, P] += above [n, H] @ M[P, H]^T` (the top-down term)."""
-    n, H = above.shape
-    P = M.shape[0]
-    MT = np.empty((H, P))  # transposed once so that the row loop below is a contiguous axpy
-    for i in range(P):
-        for j in range(H):
-            MT[j, i] = M[i, j]
-    for r in range(n):
-        for j in range(H):
-            a = above[r, j]
-            for i in range(P):
-                out[r, i] += a * MT[j, i]
+    gemm(above, M, out, 1.0, 1.0, False, True)
 
 
 @njit(**_JIT)
@@ -298,14 +281,8 @@ def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
         for k in range(n_classes):
             Z[r, k] = d[k]
     for l in range(L):
-        V = layer(act, hcum, n, l)
-        U = label_weights(theta, off, sizes, l, n_classes)
-        for r in range(n):
-            for j in range(sizes[l + 1]):
-                a = V[r, j]
-                if a != 0.0:
-                    for k in range(n_classes):
-                        Z[r, k] += a * U[j, k]
+        gemm(layer(act, hcum, n, l), label_weights(theta, off, sizes, l, n_classes), Z, 1.0, 1.0,
+             False, False)
 
 
 @njit(**_JIT)
@@ -373,14 +350,12 @@ def discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, n_classes,
         gU = label_weights(grad, off, sizes, l, n_classes)
         Ml = layer(mask, hcum, n, l) if use_mask else V
         H = sizes[l + 1]
-        S = np.zeros((n, H))
-        add_transposed(G, U, S)
+        gemm(V, G, gU, 1.0, 1.0, True, False)  # dU^l += v^l^T G
+        S = np.empty((n, H))
+        gemm(G, U, S, 1.0, 0.0, False, True)  # G U^l^T
         for r in range(n):
             for j in range(H):
-                a = V[r, j]
-                for k in range(n_classes):
-                    gU[j, k] += a * G[r, k]
-                g = S[r, j] * derivative(a, kind)
+                g = S[r, j] * derivative(V[r, j], kind)
                 if use_mask:
                     g *= Ml[r, j]
                 Dl[r, j] += g
@@ -411,15 +386,12 @@ def net_backward(X, act, delta, theta, off, sizes, hcum, wcol, bcol, doubled, ki
         for r in range(n):
             for j in range(H):
                 gm[j] += D[r, j]
-            for i in range(P):
-                a = k * below[r, i]
-                for j in range(H):
-                    gM[i, j] += a * D[r, j]
+        gemm(below, D, gM, k, 1.0, True, False)  # dM^l += k v^{l-1}^T delta^l
         if l > 0:
             Db = layer(delta, hcum, n, l - 1)
             Mb = layer(mask, hcum, n, l - 1) if use_mask else below
-            S = np.zeros((n, P))
-            add_transposed(D, M, S)
+            S = np.empty((n, P))
+            gemm(D, M, S, 1.0, 0.0, False, True)  # delta^l M^l^T
             for r in range(n):
                 for i in range(P):
                     g = k * S[r, i] * derivative(below[r, i], kind)

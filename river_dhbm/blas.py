@@ -1,0 +1,101 @@
+"""`gemm`: BLAS matrix products (with accumulation) callable from Numba kernels.
+
+`np.dot` inside Numba calls BLAS but always overwrites its output; the kernels accumulate
+gradients (`C += A^T B`) and top-down terms (`C += A B^T`). This module reaches the same BLAS
+entry point as Numba's own `np.dot` (`numba_xxgemm`, SciPy's `dgemm`) with the `alpha`,
+`beta` and transpose arguments exposed. The call goes through a named symbol, not a raw
+address, so kernels using it stay cacheable on disk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+_NO_TRANSPOSE, _TRANSPOSE = ord("n"), ord("t")
+
+
+@intrinsic
+def _dgemm(typingctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Column-major (Fortran) `dgemm` on raw addresses (`alpha`, `a`, `b`, `beta`, `c`)."""
+    from numba.np.linalg import ensure_blas
+
+    ensure_blas()  # imports scipy.linalg.cython_blas, which numba_xxgemm resolves dgemm from
+    sig = types.int32(types.uint8, types.uint8, *([types.intp] * 11))
+
+    def codegen(context, builder, signature, args):
+        char = ir.IntType(8)
+        intp = context.get_value_type(types.intp)
+        ptr = char.as_pointer()
+        fnty = ir.FunctionType(
+            ir.IntType(32),
+            [char, char, char, intp, intp, intp, ptr, ptr, intp, ptr, intp, ptr, ptr, intp],
+        )
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemm")
+        ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc = args
+
+        def p(v):
+            return builder.inttoptr(v, ptr)
+
+        kind = ir.Constant(char, ord("d"))
+        return builder.call(
+            fn, (kind, ta, tb, m, n, k, p(alpha), p(a), lda, p(b), ldb, p(beta), p(c), ldc)
+        )
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def _c_contiguous(A):
+    return A.strides[1] == A.itemsize and A.strides[0] == A.itemsize * A.shape[1]
+
+
+@njit(cache=True)
+def gemm(A, B, C, alpha, beta, trans_a, trans_b):
+    """`C [m, n] = alpha * op(A) @ op(B) + beta * C` for float64 2-d arrays, `op(A)` being
+    `A.T` when `trans_a` (likewise `B`). `C` must be C-contiguous; `A`, `B` are copied if not.
+    With `beta == 0`, `C`'s old values are ignored (NaN included), as in BLAS."""
+    m, n = C.shape
+    k = A.shape[0] if trans_a else A.shape[1]
+    if (A.shape[1] if trans_a else A.shape[0]) != m or (B.shape[0] if trans_b else B.shape[1]) != n:
+        raise ValueError("gemm: operand shapes do not match the output")
+    if (B.shape[1] if trans_b else B.shape[0]) != k:
+        raise ValueError("gemm: inner dimensions differ")
+    if m == 0 or n == 0:
+        return
+    if not _c_contiguous(C):
+        raise ValueError("gemm: the output must be C-contiguous")
+    if k == 0:  # BLAS rejects empty inner dimensions
+        for r in range(m):
+            for j in range(n):
+                C[r, j] = 0.0 if beta == 0.0 else beta * C[r, j]
+        return
+    if not _c_contiguous(A):
+        A = A.copy()
+    if not _c_contiguous(B):
+        B = B.copy()
+    scalars = np.empty(2)
+    scalars[0] = alpha
+    scalars[1] = beta
+    # A row-major C is the column-major C^T = op(B)^T op(A)^T: swap the operands.
+    status = _dgemm(
+        np.uint8(_TRANSPOSE if trans_b else _NO_TRANSPOSE),
+        np.uint8(_TRANSPOSE if trans_a else _NO_TRANSPOSE),
+        n, m, k,
+        scalars.ctypes.data,
+        B.ctypes.data, max(1, B.shape[1]),
+        A.ctypes.data, max(1, A.shape[1]),
+        scalars.ctypes.data + 8,
+        C.ctypes.data, max(1, n),
+    )
+    _keep_alive(scalars, A, B)  # Numba frees arrays after their last use: not before the call
+    if status != 0:
+        raise RuntimeError("gemm: SciPy's BLAS dgemm could not be called")
+
+
+@njit(cache=True)
+def _keep_alive(*arrays):
+    pass
