@@ -20,6 +20,7 @@ The settings of each table row live in `configs/mnist_<model>.toml`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gzip
 import itertools
@@ -414,12 +415,42 @@ def select(specs, data: MNIST, make_model=None, runner=None) -> tuple[dict, list
 _DATA_CACHE: dict = {}
 
 
+#: Environment variables that cap the BLAS thread pools (OpenBLAS, MKL, BLIS, OpenMP): the
+#: worker processes are started with them set to 1, so `jobs` workers use `jobs` cores.
+BLAS_THREAD_VARS = (
+    "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "OMP_NUM_THREADS",
+)
+
+
+def _single_threaded_blas():
+    """A context in which BLAS runs on one thread (threadpoolctl when installed; otherwise
+    the environment variables, read by the BLAS when the worker loads it, do the job)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def _worker(spec: TrialSpec, directory: str, queue, index: int) -> dict:
     data = _DATA_CACHE.get(directory)
     if data is None:
         data = _DATA_CACHE[directory] = load_mnist(directory)
     report = None if queue is None else (lambda n: queue.put((index, n)))
-    return run_trial(spec, data, progress=report)
+    with _single_threaded_blas():
+        return run_trial(spec, data, progress=report)
+
+
+def _blas_threads() -> int | None:
+    """The largest BLAS thread count of this process (None without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover
+        return None
+    counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(counts, default=None)
 
 
 class _Progress:
@@ -443,25 +474,51 @@ class _Progress:
 
 
 def run_specs(specs, data: MNIST, directory: str | None, jobs: int, desc: str, quiet: bool,
-              make_model=None) -> list:
-    """Run `specs` (in `jobs` spawned processes that read `directory` themselves when > 1)."""
+              make_model=None, on_result=None) -> list:
+    """Run `specs` (in `jobs` spawned processes that read `directory` themselves when > 1).
+
+    `on_result(result)` is called as each run finishes (so a long job leaves its finished
+    trials behind if it is cut off).
+    """
     specs = list(specs)
     bar = _Progress(sum(planned_updates(s, len(data.train_labels)) for s in specs), desc, quiet)
     try:
         if jobs <= 1 or len(specs) == 1 or directory is None:
-            return [run_trial(s, data, make_model, progress=bar.update) for s in specs]
-        return _run_processes(specs, directory, jobs, bar)
+            results = []
+            for s in specs:
+                results.append(run_trial(s, data, make_model, progress=bar.update))
+                if on_result is not None:
+                    on_result(results[-1])
+            return results
+        return _run_processes(specs, directory, jobs, bar, on_result)
     finally:
         bar.close()
 
 
-def _run_processes(specs, directory, jobs, bar) -> list:
+@contextlib.contextmanager
+def _environment(**values):
+    """`os.environ` with `values` set, restored on exit."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _run_processes(specs, directory, jobs, bar, on_result=None) -> list:
     import multiprocessing as mp
     import queue as queue_module
     from concurrent import futures
 
     context = mp.get_context("spawn")
-    with context.Manager() as manager:
+    # Workers inherit the environment when spawned: one BLAS thread each, so that `jobs`
+    # workers do not oversubscribe `jobs` cores (OpenBLAS would start one thread per core).
+    with _environment(**dict.fromkeys(BLAS_THREAD_VARS, "1")), context.Manager() as manager:
         queue = None if bar.bar is None else manager.Queue()
         with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             pending = {pool.submit(_worker, s, directory, queue, i): i for i, s in enumerate(specs)}
@@ -474,7 +531,10 @@ def _run_processes(specs, directory, jobs, bar) -> list:
                     except queue_module.Empty:
                         break
                 for f in done:
-                    results[pending.pop(f)] = f.result()
+                    i = pending.pop(f)
+                    results[i] = f.result()
+                    if on_result is not None:
+                        on_result(results[i])
     return results
 
 
@@ -553,6 +613,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="table row (default dhbm)")
     p.add_argument("--config", help="a TOML config instead of configs/mnist_<model>.toml")
     p.add_argument("--trials", type=positive_int, help="trials after the selection (config: 10)")
+    p.add_argument("--first-trial", type=int, default=0,
+                   help="index of the first trial (its seeds follow from it): split a series "
+                   "of trials over several runs, e.g. --trials 2 --first-trial 2 (default 0)")
     p.add_argument("--labels", type=positive_int, help="labeled training images (config: 100)")
     p.add_argument("--epochs", type=positive_int, help="passes over the unlabeled set (config: 6)")
     p.add_argument("--max-train", type=positive_int,
@@ -599,6 +662,10 @@ def load_settings(args) -> dict:
         s["grid"]["beta"] = args.beta
     s["params"].update(dict(getattr(args, "set", [])))
     s["seed"] = args.seed
+    first = getattr(args, "first_trial", 0)
+    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+        raise ValueError(f"Invalid first_trial ({first!r}). Must be an int >= 0")
+    s["first_trial"] = first
     return s
 
 
@@ -632,7 +699,7 @@ def make_specs(s: dict) -> tuple[list[TrialSpec], list[TrialSpec]]:
         TrialSpec(**common, trial=k, seed=_seed(base, 2, k), split_seed=_seed(base, 0, k),
                   params={**s["params"], **fixed}, epochs=s.get("epochs", 6),
                   max_train=s.get("max_train"))
-        for k in range(s.get("trials", 10))
+        for k in range(s.get("first_trial", 0), s.get("first_trial", 0) + s.get("trials", 10))
     ]
     return selection, trials
 
@@ -670,16 +737,24 @@ def run(args) -> int:
         print("grid search (validation error %): " + ", ".join(
             f"lr={r['learning_rate']} beta={r['beta']}: {100 * r['validation_error']:.2f}"
             for r in selection))
-        print(f"chosen: learning_rate={chosen.get('learning_rate')} beta={chosen.get('beta')}")
-    results = run_specs(trial_specs, data, directory, args.jobs, "trials", args.quiet)
-    print(summary_markdown(summarise(results)), end="")
-    for r in results:
-        print(f"trial {r['trial']}: test error {100 * r['test_error']:.2f} %, validation error "
-              f"{100 * r['validation_error']:.2f} %, {r['seconds']:.0f} s")
+        print(f"chosen: learning_rate={chosen.get('learning_rate')} beta={chosen.get('beta')}",
+              flush=True)
     record = {k: v for k, v in settings.items()} | {
         "data": directory, "jobs": args.jobs, "chosen": trial_specs[0].params,
         "model_params": trial_specs[0].model_params(),
     }
+    finished: list = []
+
+    def trial_done(r: dict) -> None:
+        # Each finished trial is reported and saved at once (the files hold the trials so far).
+        finished.append(r)
+        print(f"trial {r['trial']}: test error {100 * r['test_error']:.2f} %, validation error "
+              f"{100 * r['validation_error']:.2f} %, {r['seconds']:.0f} s", flush=True)
+        write_outputs(Path(out), sorted(finished, key=lambda x: x["trial"]), selection, record)
+
+    results = run_specs(trial_specs, data, directory, args.jobs, "trials", args.quiet,
+                        on_result=trial_done)
+    print(summary_markdown(summarise(results)), end="")
     write_outputs(Path(out), results, selection, record)
     print(f"results written to {out}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import struct
 
 import numpy as np
@@ -282,6 +283,37 @@ def test_summary_table_sits_beside_the_papers_rows():
     assert "15.80 ± 0.90" in lines[i] and lines[i + 1] == (
         "| 3-DHBM (this run) | 21.00 ± 1.00 | river-dhbm, 2 trials |")
     assert "| DROPNN+PL+DAE | 10.49 |" in table and "| NN | 25.81 |" in table
+
+
+def test_first_trial_continues_a_series_of_trials():
+    whole = mnist.make_specs(mnist.load_settings(parse(["mnist", "--trials", "4"])))[1]
+    tail = mnist.make_specs(mnist.load_settings(
+        parse(["mnist", "--trials", "2", "--first-trial", "2"])))[1]
+    assert [t.trial for t in tail] == [2, 3]
+    assert [(t.seed, t.split_seed) for t in tail] == [(t.seed, t.split_seed) for t in whole[2:]]
+    with pytest.raises(ValueError, match="first_trial"):
+        mnist.load_settings(parse(["mnist", "--first-trial", "-1"]))
+
+
+def test_each_finished_trial_is_reported_at_once():
+    data = digits_as_mnist()
+    specs = [mnist.TrialSpec(model="standin", trial=k, seed=k, split_seed=k, labels=50,
+                             validation=200, epochs=1, max_train=100) for k in range(2)]
+    seen = []
+    results = mnist.run_specs(specs, data, None, 1, "trials", True, make_model=stand_in,
+                              on_result=lambda r: seen.append(r["trial"]))
+    assert seen == [0, 1] and [r["trial"] for r in results] == [0, 1]
+
+
+def test_workers_get_one_blas_thread_and_the_environment_is_restored(monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    with mnist._environment(**dict.fromkeys(mnist.BLAS_THREAD_VARS, "1")):
+        assert all(os.environ[k] == "1" for k in mnist.BLAS_THREAD_VARS)
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "7" and "MKL_NUM_THREADS" not in os.environ
+    with mnist._single_threaded_blas():
+        assert mnist._blas_threads() in (1, None)  # None: no BLAS pool found
 
 
 # ---------------------------------------------------------------------------------- real models
