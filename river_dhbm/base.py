@@ -8,7 +8,8 @@ arrays:
 - `_add_class()`: grow every output-side parameter by one class column;
 - `_update(X, y)`: ONE learning step on a full mini-batch, `X` float64 `[batch_size, d]`,
   `y` int64 `[batch_size]` holding class indices, `-1` for unlabeled rows;
-- `_proba(X)`: `p(y | x)` as float64 `[n, n_classes]` (only called once a class is known).
+- `_proba(X)`: `p(y | x)` as float64 `[n, n_classes]` (only called once a class is known);
+  `_proba_row(row)` (optional) does it for one row `[1, d]` with less per-call overhead.
 
 Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
 its whole input before it changes any state, so a rejected call leaves the model as it was.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import struct
 
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,16 @@ __all__ = ["HybridClassifier"]
 
 
 _PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+_ROW_PACKERS: dict = {}
+
+
+def _row_packer(d: int):
+    """`pack_into(array, byte_offset, *values)` writing `d` float64 values into a C-contiguous
+    float64 array: the cheapest way from a list of Python numbers into an existing row."""
+    pack = _ROW_PACKERS.get(d)
+    if pack is None:
+        pack = _ROW_PACKERS[d] = struct.Struct(f"={d}d").pack_into
+    return pack
 
 
 def _canonical_order(names) -> list:
@@ -211,20 +223,44 @@ class HybridClassifier(base.MiniBatchClassifier):
             raise ValueError(f"Feature {name!r} has non-finite value {value}")
         return value
 
+    def _plain_values(self, x: dict) -> list | None:
+        """The values of `x` when it holds exactly the known features, in their order, as
+        finite plain numbers (what the streams yield), else None (the general loop decides).
+
+        One C-level pass per check instead of a Python loop over the features: a NaN or inf
+        anywhere makes the sum non-finite, and anything unusual (a bool, an int beyond float
+        range, huge values whose sum overflows) is left to the loop, which says what is wrong.
+        """
+        features = self._features
+        if features is None or len(x) != len(features) or list(x) != features:
+            return None
+        values = list(x.values())
+        if not _PLAIN_NUMBERS.issuperset(map(type, values)):
+            return None
+        try:
+            total = sum(values, 0.0)
+        except OverflowError:
+            return None
+        return values if total - total == 0.0 else None
+
     def _vector(self, x: dict, features_index: dict) -> np.ndarray:
-        # Fast path: x holds exactly the known features, in their order, as plain numbers (what
-        # the streams yield): one C-level conversion instead of a Python loop over the features.
-        # A NaN or inf anywhere makes the sum non-finite; anything unusual (e.g. an int beyond
-        # float range) takes the loop below, which says what is wrong.
-        if len(x) == len(features_index) and list(x) == self._features:
-            values = list(x.values())
-            if _PLAIN_NUMBERS.issuperset(map(type, values)):
-                try:
-                    row = np.array(values, dtype=np.float64)
-                    if math.isfinite(sum(values, 0.0)):
-                        return row
-                except OverflowError:
-                    pass
+        values = self._plain_values(x)
+        if values is None:
+            return self._vector_general(x, features_index)
+        row = np.empty(len(values))
+        _row_packer(len(values))(row, 0, *values)
+        return row
+
+    def _row(self, x: dict) -> np.ndarray:
+        """`x` as one validated row float64 `[1, d]` for a prediction."""
+        values = self._plain_values(x)
+        if values is None:
+            return self._vector_general(x, self._feature_index)[None, :]
+        row = np.empty((1, len(values)))
+        _row_packer(len(values))(row, 0, *values)
+        return row
+
+    def _vector_general(self, x: dict, features_index: dict) -> np.ndarray:
         row = np.zeros(len(features_index))
         for name, value in x.items():
             # fast path for plain numbers (the ABC isinstance check costs ~1 us per feature)
@@ -315,10 +351,15 @@ class HybridClassifier(base.MiniBatchClassifier):
             if self._n_buf == bs:
                 self._flush()
 
-    def _push_one(self, row: np.ndarray, y) -> None:
-        """`_push` of one row (`y` None when unlabeled)."""
+    def _push_one(self, row, y) -> None:
+        """`_push` of one row (`y` None when unlabeled); `row` is an array `[d]` or the list of
+        validated plain values from `_plain_values`, packed straight into the buffer."""
         start = self._n_buf
-        self._X_buf[start] = row
+        if type(row) is list:
+            d = len(row)
+            _row_packer(d)(self._X_buf, 8 * d * start, *row)
+        else:
+            self._X_buf[start] = row
         if y is None:
             self._y_buf[start] = -1
         else:
@@ -342,11 +383,13 @@ class HybridClassifier(base.MiniBatchClassifier):
         Every `batch_size` buffered instances trigger one update on the mixed mini-batch.
 
         """
-        features = self._features if self._features is not None else _canonical_order(x)
-        index = self._feature_index if self._features is not None else {
-            name: j for j, name in enumerate(features)
-        }
-        row = self._vector(x, index)
+        row = self._plain_values(x)  # the common case: no array until the buffer itself
+        if row is None:
+            features = self._features if self._features is not None else _canonical_order(x)
+            index = self._feature_index if self._features is not None else {
+                name: j for j, name in enumerate(features)
+            }
+            row = self._vector_general(x, index)
         label = None if (not labeled or _is_missing_label(y)) else y
         if label is not None:
             _check_label(label)
@@ -396,27 +439,20 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     # ------------------------------------------------------------------ prediction
 
-    def _proba_dict(self, p: np.ndarray) -> dict:
-        return dict(zip(self._classes, p.tolist()))
-
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         # Nothing to predict yet: `{}` whatever `x` holds (River's MinMaxScaler, for one, sends
         # NaN before it has seen an instance, and a pipeline predicts before it learns).
         if not self._classes:
             return {}
-        row = self._vector(x, self._feature_index)
-        return self._proba_dict(self._proba(row[None, :])[0])
+        return dict(zip(self._classes, self._proba_row(self._row(x))))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
-        if (
-            self._features is None
-            or not self._classes
-            or type(self).predict_proba_one is not HybridClassifier.predict_proba_one
-        ):
+        if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
             return super().predict_one(x, **kwargs)
-        p = self._proba(self._vector(x, self._feature_index)[None, :])[0].tolist()
-        return self._classes[max(range(len(p)), key=p.__getitem__)]
+        p = self._proba_row(self._row(x))
+        # the first maximum, as max(proba, key=proba.get) picks it
+        return self._classes[p.index(max(p))]
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
@@ -446,3 +482,11 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _proba_row(self, row: np.ndarray) -> list:
+        """`p(y | x)` of one validated row float64 `[1, d]` as a list (models may override it
+        with a cheaper one-row call)."""
+        return self._proba(row)[0].tolist()
+
+
+_PREDICT_PROBA_ONE = HybridClassifier.predict_proba_one
