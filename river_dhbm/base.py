@@ -244,6 +244,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         return values if total - total == 0.0 else None
 
     def _vector(self, x: dict, features_index: dict) -> np.ndarray:
+        """`x` as one validated row float64 `[d]` in the order of `features_index`."""
         values = self._plain_values(x)
         if values is None:
             return self._vector_general(x, features_index)
@@ -261,6 +262,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         return row
 
     def _vector_general(self, x: dict, features_index: dict) -> np.ndarray:
+        """`_vector` for any dict: a Python loop that names the first bad value."""
         row = np.zeros(len(features_index))
         for name, value in x.items():
             # fast path for plain numbers (the ABC isinstance check costs ~1 us per feature)
