@@ -149,3 +149,15 @@ def test_bad_values_in_the_stream_order_are_rejected_by_every_entry_point(name, 
         with pytest.raises(error, match=match):
             call(x)
     assert pickle.dumps(model) == before
+
+
+def test_no_features_at_all():
+    # an empty dict is a valid instance: zero columns packed, the prior predicted
+    from test_base import Softmax
+
+    model = Softmax(batch_size=2, seed=0)
+    for label in ("a", "b", "a"):
+        model.learn_one({}, label)
+    assert model.n_updates == 1 and model._X_buf.shape == (2, 0)
+    assert model.predict_proba_one({}) == {"a": 0.5, "b": 0.5}
+    assert model.predict_one({"unseen": 1.0}) == "a"
