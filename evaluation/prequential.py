@@ -174,27 +174,42 @@ def _aligned_chunks(chunks, batch_size: int):
             yield X[:cut], y[:cut], labeled[:cut]
 
 
+def _test_then_train_block(model, X, y, labeled, batch_size, losses) -> None:
+    """One call for the whole block (`test_then_train_arrays`, this package's models)."""
+    predicted = model.test_then_train_arrays(X, y, labeled, batch_size)
+    labels = np.asarray(model.classes_)  # the indices stay valid: classes are only appended
+    known = predicted >= 0
+    losses[:] = 1.0  # no prediction before the first label: a mistake
+    losses[known] = labels[predicted[known]] != y[known]
+
+
+def _test_then_train_batches(model, X, y, labeled, batch_size, losses) -> None:
+    """Mini-batch by mini-batch: `predict_proba_arrays`, then `learn_arrays`."""
+    for b0 in range(0, len(y), batch_size):
+        b1 = min(b0 + batch_size, len(y))
+        labels = np.asarray(model.classes_)
+        if len(labels):
+            P = model.predict_proba_arrays(X[b0:b1])
+            losses[b0:b1] = labels[P.argmax(axis=1)] != y[b0:b1]
+        else:
+            losses[b0:b1] = 1.0  # no prediction before the first label: a mistake
+        model.learn_arrays(X[b0:b1], y[b0:b1], labeled[b0:b1])
+
+
 def _run_arrays(dataset, model, n_instances, batch_size, curve, progress) -> None:
     chunk_size = batch_size * max(1, 2000 // batch_size)
     losses = np.empty(chunk_size)
-    labels = np.empty(0)  # model.classes_ as an array, rebuilt when a class appears
+    run = (
+        _test_then_train_block
+        if callable(getattr(model, "test_then_train_arrays", None))
+        else _test_then_train_batches
+    )
     done = 0
     for X, y, labeled in _aligned_chunks(dataset.iter_arrays(chunk_size), batch_size):
         m = min(len(y), n_instances - done)
         if len(losses) < m:
             losses = np.empty(m)
-        for b0 in range(0, m, batch_size):
-            b1 = min(b0 + batch_size, m)
-            Xb, yb = X[b0:b1], y[b0:b1]
-            classes = model.classes_
-            if len(classes) != len(labels):
-                labels = np.asarray(classes)
-            if len(labels):
-                P = model.predict_proba_arrays(Xb)
-                losses[b0:b1] = labels[P.argmax(axis=1)] != yb
-            else:
-                losses[b0:b1] = 1.0  # no prediction before the first label: a mistake
-            model.learn_arrays(Xb, yb, labeled[b0:b1])
+        run(model, X[:m], y[:m], labeled[:m], batch_size, losses[:m])
         curve.fold(losses[:m])
         done += m
         if progress is not None:

@@ -371,13 +371,18 @@ class HybridClassifier(base.MiniBatchClassifier):
         if self._n_buf == self.batch_size:
             self._flush()
 
-    def _flush(self) -> None:
-        """One update on the full buffer."""
+    def _flush(self, predict: bool = False) -> np.ndarray | None:
+        """One update on the full buffer; with `predict`, returns `p(y | x)` of its rows
+        before the update (`_predict_update`)."""
         self.n_labeled_seen += self._n_buf_labeled
-        self._update(self._X_buf, self._y_buf)
+        if predict:
+            P = self._predict_update(self._X_buf, self._y_buf)
+        else:
+            P = self._update(self._X_buf, self._y_buf)
         self.n_updates += 1
         self._n_buf = 0
         self._n_buf_labeled = 0
+        return P
 
     def learn_one(self, x: dict, y=None, labeled: bool = True, **kwargs) -> None:
         """Buffer one instance; unlabeled when `y is None` or `labeled=False`.
@@ -421,6 +426,16 @@ class HybridClassifier(base.MiniBatchClassifier):
     def learn_arrays(self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None) -> None:
         """Array path: `X` float `[n, d]` with columns features `0..d-1`, `y` labels `[n]`,
         `labeled` bool `[n]` (all labeled if omitted). Same buffer as `learn_one`."""
+        X, features, pairs = self._check_learn_arrays(X, y, labeled)
+        if len(X) == 0:
+            return
+        if self._features is None:
+            self._fix_features(features)
+        self._push(X, pairs)
+
+    def _check_learn_arrays(self, X, y, labeled) -> tuple[np.ndarray, list, list]:
+        """`learn_arrays`' input checked: `X`, its feature names and the `(row, label)` pairs of
+        the labeled rows."""
         X, features = self._check_arrays(X)
         y = np.asarray(y)
         if y.shape != (len(X),):
@@ -428,16 +443,68 @@ class HybridClassifier(base.MiniBatchClassifier):
         keep = np.ones(len(X), dtype=bool) if labeled is None else np.asarray(labeled, dtype=bool)
         if keep.shape != (len(X),):
             raise ValueError(f"labeled has shape {keep.shape}, expected ({len(X)},)")
-        if len(X) == 0:
-            return
         if labeled is None:
             pairs = [(i, v) for i, v in enumerate(y.tolist()) if v is not None]
         else:
             index = keep.nonzero()[0]
             pairs = [(i, v) for i, v in zip(index.tolist(), y[index].tolist()) if v is not None]
-        if self._features is None:
+        return X, features, pairs
+
+    def test_then_train_arrays(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        labeled: np.ndarray | None = None,
+        batch_size: int | None = None,
+    ) -> np.ndarray:
+        """Prequential test-then-train on an array block: cut into blocks of `batch_size` rows
+        (default: the model's), each block is predicted, then learnt (`learn_arrays`).
+
+        Returns the predicted classes as int64 indices into `classes_` `[n]` (-1: no class
+        known yet). The same as `predict_proba_arrays(block).argmax(axis=1)` then
+        `learn_arrays(block, ...)` block after block, with one check of the input and, when a
+        block is exactly one of the model's mini-batches, one kernel call that predicts and
+        learns it.
+
+        """
+        bs = self.batch_size if batch_size is None else batch_size
+        _check_int("batch_size", bs, 1)
+        X, features, pairs = self._check_learn_arrays(X, y, labeled)
+        predicted = np.full(len(X), -1, dtype=np.int64)
+        if len(X) and self._features is None:
             self._fix_features(features)
-        self._push(X, pairs)
+        k = 0
+        for start in range(0, len(X), bs):
+            stop = min(start + bs, len(X))
+            end = k
+            while end < len(pairs) and pairs[end][0] < stop:
+                end += 1
+            block = [(i - start, v) for i, v in pairs[k:end]]
+            k = end
+            if not self._classes:
+                self._push(X[start:stop], block)
+            elif (
+                self._n_buf == 0
+                and stop - start == self.batch_size
+                and all(v in self._class_index for _, v in block)
+            ):
+                predicted[start:stop] = self._learn_block(X[start:stop], block).argmax(axis=1)
+            else:
+                predicted[start:stop] = self._proba(X[start:stop]).argmax(axis=1)
+                self._push(X[start:stop], block)
+        return predicted
+
+    def _learn_block(self, X: np.ndarray, labeled: list) -> np.ndarray:
+        """One update on exactly one mini-batch of known classes (the buffer is empty);
+        returns the model's `p(y | x)` of the rows BEFORE the update."""
+        self._X_buf[:] = X
+        codes = self._y_buf
+        codes[:] = -1
+        for i, v in labeled:
+            codes[i] = self._class_index[v]
+        self._n_buf = self.batch_size
+        self._n_buf_labeled = len(labeled)
+        return self._flush(predict=True)
 
     # ------------------------------------------------------------------ prediction
 
@@ -484,6 +551,13 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """`_proba(X)`, then `_update(X, y)`; models whose update starts with the prediction's
+        own pass override it to compute that pass once."""
+        P = self._proba(X)
+        self._update(X, y)
+        return P
 
     def _proba_row(self, row: np.ndarray) -> list:
         """`p(y | x)` of one validated row float64 `[1, d]` as a list (models may override it

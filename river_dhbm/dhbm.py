@@ -370,6 +370,14 @@ class DHBM(HybridClassifier):
             w["Y"], w["wrow"], w["wdisc"], self._moments, self.n_updates + 1,
         )
 
+    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # Without dropout the update's first step, the recognition pass and `p(y | v)` into the
+        # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
+        if self.dropout > 0 or not self._classes:
+            return super()._predict_update(X, y)
+        self._update(X, y)
+        return self._work["P"].copy()
+
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]
         if n == 1:

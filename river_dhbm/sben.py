@@ -6,6 +6,7 @@ import numpy as np
 from numba import njit
 
 from river_dhbm import dhbm_kernels, kernels
+from river_dhbm.base import HybridClassifier
 from river_dhbm.dhbm import DHBM
 from river_dhbm.dhbm_kernels import dhbm_update
 from river_dhbm.kernels import _JIT, COL_R, COL_RB, COL_W, forward_net, joint_proba
@@ -297,6 +298,9 @@ class SBEN(DHBM):
             self._nvoff, w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xbuf"],
             w["P"], w["T"], w["Y"], w["wrow"], w["wdisc"], w["reps"],
         )
+
+    # the stack's update does not start with its prediction's pass (unlike the DHBM's)
+    _predict_update = HybridClassifier._predict_update
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n, C = X.shape[0], len(self._classes)

@@ -1,0 +1,126 @@
+"""`test_then_train_arrays` (one call per block, one kernel call per mini-batch for the DHBM)
+gives exactly the predictions and the model of `predict_proba_arrays` then `learn_arrays`,
+block after block; and `evaluation.prequential` uses it without changing a number."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evaluation import prequential
+from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP
+from streams import LED, LabelMask
+
+MODELS = {
+    "dhbm-mf": lambda: DHBM(hidden_sizes=(6, 5), batch_size=4, seed=1),
+    "dhbm-mf-steps": lambda: DHBM(hidden_sizes=(6, 5), mf_steps=1, batch_size=4, seed=1),
+    "dhbm-sap": lambda: DHBM(hidden_sizes=(6,), estimator="sap", n_particles=3, batch_size=4,
+                             seed=1),
+    "dhbm-dropout": lambda: DHBM(hidden_sizes=(6,), dropout=0.3, pseudo_label="hard",
+                                 batch_size=4, seed=1),
+    "sben": lambda: SBEN(hidden_sizes=(6, 5), batch_size=4, seed=1),
+    "dhda": lambda: DHDA(hidden_sizes=(6, 5), batch_size=4, seed=1),
+    "hsda": lambda: HSDA(hidden_sizes=(6, 5), batch_size=4, seed=1),
+    "pl-mlp": lambda: PseudoLabelMLP(hidden_sizes=(6,), batch_size=4, seed=1),
+}
+
+
+def _block(n=90, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    y = np.array(["abcd"[i] for i in rng.integers(0, 4, n)], dtype=object)
+    y[:9] = "a"  # the first classes arrive one by one, later ones mid-stream
+    labeled = rng.random(n) < 0.6
+    labeled[:3] = False  # nothing to predict with at first
+    return X, y, labeled
+
+
+def _batch_by_batch(model, X, y, labeled, batch_size):
+    predicted = np.full(len(X), -1)
+    for b0 in range(0, len(X), batch_size):
+        b = slice(b0, b0 + batch_size)
+        if model.classes_:
+            predicted[b] = model.predict_proba_arrays(X[b]).argmax(axis=1)
+        model.learn_arrays(X[b], y[b], labeled[b])
+    return predicted
+
+
+def _assert_same_model(a, b, X):
+    np.testing.assert_array_equal(a._theta, b._theta)
+    assert a.classes_ == b.classes_
+    assert (a.n_updates, a.n_labeled_seen, a._n_buf) == (b.n_updates, b.n_labeled_seen, b._n_buf)
+    np.testing.assert_array_equal(a.predict_proba_arrays(X), b.predict_proba_arrays(X))
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("batch_size, head", [(None, 0), (3, 0), (4, 2)])
+def test_same_predictions_and_model_as_batch_by_batch(name, batch_size, head):
+    X, y, labeled = _block()
+    fused, reference = MODELS[name](), MODELS[name]()
+    for model in (fused, reference):  # `head` rows already in the buffer: blocks off the updates
+        model.learn_arrays(X[:head], y[:head], labeled[:head])
+    got = fused.test_then_train_arrays(X[head:], y[head:], labeled[head:], batch_size)
+    expected = _batch_by_batch(reference, X[head:], y[head:], labeled[head:], batch_size or 4)
+    np.testing.assert_array_equal(got, expected)
+    assert (got == -1).sum() > 0 and (got >= 0).sum() > 50
+    _assert_same_model(fused, reference, X)
+
+
+def test_the_dhbm_predicts_and_learns_a_mini_batch_in_one_pass(monkeypatch):
+    X, y, labeled = _block()
+    model = MODELS["dhbm-mf"]()
+    model.learn_arrays(X[:88], y[:88])  # every class known, the buffer empty
+    calls = []
+    monkeypatch.setattr(model, "_proba", lambda X: calls.append(len(X)))
+    predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])  # whole batches
+    assert calls == []  # every block was one of the model's mini-batches, of known classes
+    assert (predicted >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "X, y, labeled, message",
+    [
+        (np.full((4, 5), np.nan), ["a"] * 4, None, "non-finite"),
+        (np.zeros((4, 3)), ["a"] * 4, None, "columns"),
+        (np.zeros((4, 5)), ["a"] * 3, None, "y has shape"),
+        (np.zeros((4, 5)), ["a"] * 4, [True] * 3, "labeled has shape"),
+    ],
+)
+def test_bad_input_is_rejected_before_any_state_changes(X, y, labeled, message):
+    Xg, yg, lg = _block()
+    model, untouched = MODELS["dhbm-mf"](), MODELS["dhbm-mf"]()
+    for m in (model, untouched):
+        m.learn_arrays(Xg[:10], yg[:10], lg[:10])
+    with pytest.raises(ValueError, match=message):
+        model.test_then_train_arrays(X, np.array(y, dtype=object), labeled)
+    _assert_same_model(model, untouched, Xg)
+
+
+def test_invalid_batch_size():
+    X, y, labeled = _block()
+    with pytest.raises(ValueError, match="batch_size"):
+        MODELS["dhbm-mf"]().test_then_train_arrays(X, y, labeled, batch_size=0)
+
+
+class _WithoutBlocks:
+    """A model seen without `test_then_train_arrays`: prequential's mini-batch loop."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        if name == "test_then_train_arrays":
+            raise AttributeError(name)
+        return getattr(self._model, name)
+
+
+@pytest.mark.parametrize("name", ["dhbm-mf", "dhda"])
+def test_prequential_numbers_do_not_depend_on_the_loop(name):
+    def dataset():
+        return LabelMask(LED(seed=3), label_ratio=0.2, batch_size=20, seed=4)
+
+    fused = prequential(dataset(), MODELS[name](), 3000, batch_size=4, step=500)
+    looped = prequential(dataset(), _WithoutBlocks(MODELS[name]()), 3000, batch_size=4, step=500)
+    assert fused.path == looped.path == "arrays"
+    np.testing.assert_array_equal(fused.faded_error, looped.faded_error)
+    np.testing.assert_array_equal(fused.error, looped.error)
