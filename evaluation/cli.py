@@ -251,6 +251,8 @@ def _execute(trials, settings, args, figure: str) -> int:
         raise
     curves = experiment.curves_frame(results)
     print(experiment.summary_markdown(experiment.summarise(curves)), end="")
+    cpu = sum(r["cpu_seconds"] for r in results)
+    print(f"{len(results)} trials, {cpu / 60:.1f} CPU minutes in all")
     if args.out is not None:
         settings = settings | {"command": args.command, "jobs": args.jobs}
         experiment.write_outputs(results, args.out, settings=settings, figure=figure)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import zlib
 from concurrent import futures
 from dataclasses import asdict, dataclass, field
@@ -82,6 +83,7 @@ def trial_seeds(stream: str, model: str, trial: int, seed: int = 0) -> tuple[int
 def run_trial(trial: Trial, progress=None) -> dict:
     """Run one trial; returns its spec and curve as plain data (cheap to pickle)."""
     dataset, model = trial.build()
+    cpu = time.process_time()  # this process's CPU: comparable whatever else runs beside it
     result = prequential(
         dataset, model, trial.instances, batch_size=trial.batch_size,
         fading_factor=trial.fading_factor, step=trial.step, progress=progress,
@@ -92,6 +94,7 @@ def run_trial(trial: Trial, progress=None) -> dict:
         "faded_error": result.faded_error,
         "error": result.error,
         "seconds": result.seconds,
+        "cpu_seconds": time.process_time() - cpu,
     }
 
 
@@ -251,7 +254,7 @@ def curves_frame(results) -> pd.DataFrame:
 
 
 def trials_frame(results) -> pd.DataFrame:
-    """One row per trial: its seeds, wall time and speed."""
+    """One row per trial: its seeds, wall and CPU time and speed."""
     rows = []
     for r in results:
         t = Trial(**r["trial"])
@@ -260,7 +263,8 @@ def trials_frame(results) -> pd.DataFrame:
         rows.append({
             "stream": t.stream, "model": t.model, "trial": t.trial, "instances": n,
             "stream_seed": stream_seed, "mask_seed": mask_seed, "model_seed": model_seed,
-            "seconds": r["seconds"], "instances_per_second": n / r["seconds"],
+            "seconds": r["seconds"], "cpu_seconds": r.get("cpu_seconds", float("nan")),
+            "instances_per_second": n / r["seconds"],
             "final_faded_error": float(r["faded_error"][-1]),
         })
     return pd.DataFrame(rows)
