@@ -613,9 +613,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="table row (default dhbm)")
     p.add_argument("--config", help="a TOML config instead of configs/mnist_<model>.toml")
     p.add_argument("--trials", type=positive_int, help="trials after the selection (config: 10)")
-    p.add_argument("--first-trial", type=int, default=0,
+    p.add_argument("--first-trial", type=int,
                    help="index of the first trial (its seeds follow from it): split a series "
-                   "of trials over several runs, e.g. --trials 2 --first-trial 2 (default 0)")
+                   "of trials over several runs (default 0, with --append the next index)")
+    p.add_argument("--append", action="store_true",
+                   help="add trials to the results already in --out: same settings, the grid "
+                   "point chosen there (no new grid search), the earlier trials kept")
     p.add_argument("--labels", type=positive_int, help="labeled training images (config: 100)")
     p.add_argument("--epochs", type=positive_int, help="passes over the unlabeled set (config: 6)")
     p.add_argument("--max-train", type=positive_int,
@@ -662,8 +665,8 @@ def load_settings(args) -> dict:
         s["grid"]["beta"] = args.beta
     s["params"].update(dict(getattr(args, "set", [])))
     s["seed"] = args.seed
-    first = getattr(args, "first_trial", 0)
-    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+    first = getattr(args, "first_trial", None)
+    if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 0):
         raise ValueError(f"Invalid first_trial ({first!r}). Must be an int >= 0")
     s["first_trial"] = first
     return s
@@ -699,9 +702,50 @@ def make_specs(s: dict) -> tuple[list[TrialSpec], list[TrialSpec]]:
         TrialSpec(**common, trial=k, seed=_seed(base, 2, k), split_seed=_seed(base, 0, k),
                   params={**s["params"], **fixed}, epochs=s.get("epochs", 6),
                   max_train=s.get("max_train"))
-        for k in range(s.get("first_trial", 0), s.get("first_trial", 0) + s.get("trials", 10))
+        for k in range(s.get("first_trial") or 0, (s.get("first_trial") or 0) + s.get("trials", 10))
     ]
     return selection, trials
+
+
+#: Settings that must agree between a run and the run whose results it `--append`s to.
+SAME_SETTINGS = ("model", "labels", "validation", "epochs", "labeled_per_batch",
+                 "unlabeled_per_batch", "beta_schedule", "max_train", "params", "seed")
+
+_RESULT_TYPES = {"trial": int, "seed": int, "updates": int, "unlabeled_rows": int,
+                 "learning_rate": float, "beta": float, "validation_error": float,
+                 "test_error": float, "seconds": float}
+
+
+def _without_grid(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k not in ("learning_rate", "beta")}
+
+
+def read_previous(out: Path, settings: dict) -> tuple[list[dict], dict]:
+    """The trials and the settings record of an earlier run in `out`, for `--append`.
+
+    `ValueError` if `out` holds no earlier run, or one with other settings (`SAME_SETTINGS`,
+    grid values aside: the earlier run's chosen point is reused).
+    """
+    import csv
+
+    out = Path(out)
+    if not (out / "results.csv").is_file() or not (out / "settings.json").is_file():
+        raise ValueError(f"Nothing to append to: {str(out)!r} holds no results.csv and "
+                         "settings.json of an earlier run")
+    record = json.loads((out / "settings.json").read_text())
+    for key in SAME_SETTINGS:
+        old, new = record.get(key), settings.get(key)
+        if key == "params":
+            old, new = _without_grid(old or {}), _without_grid(new or {})
+        if key == "beta_schedule":
+            old, new = (list(v) if v is not None else None for v in (old, new))
+        if old != new:
+            raise ValueError(f"Cannot append to {str(out)!r}: its {key} is {old!r}, "
+                             f"this run's is {new!r}")
+    with open(out / "results.csv", newline="") as f:
+        rows = [{k: (_RESULT_TYPES[k](v) if k in _RESULT_TYPES and v != "" else v)
+                 for k, v in row.items()} for row in csv.DictReader(f)]
+    return rows, record
 
 
 def _fail(message: str) -> int:
@@ -714,12 +758,26 @@ def run(args) -> int:
     directory = args.data or os.environ.get(ENV_VAR) or None
     try:
         settings = load_settings(args)
+        out = args.out or Path("results") / f"mnist-{settings['model']}"
+        previous, earlier = [], None
+        if getattr(args, "append", False):
+            previous, earlier = read_previous(out, settings)
+            done = {r["trial"] for r in previous}
+            if settings["first_trial"] is None:
+                settings["first_trial"] = max(done, default=-1) + 1
+            settings["grid"] = {}  # the earlier run's chosen point, below
         selection_specs, trial_specs = make_specs(settings)
+        if earlier is not None:
+            trial_specs = [dataclasses.replace(t, params=dict(earlier["chosen"]))
+                           for t in trial_specs]
+            again = sorted(done & {t.trial for t in trial_specs})
+            if again:
+                raise ValueError(f"Trials {again} are already in {str(out)!r}: choose "
+                                 "another --first-trial")
         data = load_mnist(directory)
         for spec in selection_specs[:1] + trial_specs[:1]:  # bad settings fail now, not later
             split_indices(data.train_labels, spec.labels, spec.validation, spec.split_seed)
             build_model(spec, data.train_images.shape[1], 10)
-        out = args.out or Path("results") / f"mnist-{settings['model']}"
         from .experiment import check_writable
 
         check_writable(out)
@@ -743,7 +801,10 @@ def run(args) -> int:
         "data": directory, "jobs": args.jobs, "chosen": trial_specs[0].params,
         "model_params": trial_specs[0].model_params(),
     }
-    finished: list = []
+    if earlier is not None:  # the earlier record stays, with a note of each addition
+        added = {k: record[k] for k in ("first_trial", "trials", "data", "jobs")}
+        record = earlier | {"appended": [*earlier.get("appended", []), added]}
+    finished: list = list(previous)
 
     def trial_done(r: dict) -> None:
         # Each finished trial is reported and saved at once (the files hold the trials so far).
@@ -754,6 +815,7 @@ def run(args) -> int:
 
     results = run_specs(trial_specs, data, directory, args.jobs, "trials", args.quiet,
                         on_result=trial_done)
+    results = sorted(finished, key=lambda x: x["trial"])
     print(summary_markdown(summarise(results)), end="")
     write_outputs(Path(out), results, selection, record)
     print(f"results written to {out}")

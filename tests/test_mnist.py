@@ -379,6 +379,34 @@ def test_cli_end_to_end_on_digits_idx_files(tmp_path, capsys, model, extra):
     assert f"| {tag} (this run) |" in capsys.readouterr().out
 
 
+def test_cli_append_adds_trials_with_the_chosen_point(tmp_path, capsys):
+    import pandas as pd
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    digits_as_mnist(data_dir)
+    config = tmp_path / "tiny.toml"
+    config.write_text(CONFIG.format(model="dhda", extra="").replace("trials = 2", "trials = 1")
+                      .replace("epochs = 6", "epochs = 1"))
+    out = tmp_path / "out"
+    base = ["mnist", "--data", str(data_dir), "--config", str(config), "--out", str(out),
+            "--quiet"]
+    assert mnist.run(parse(base)) == 0
+    first = pd.read_csv(out / "results.csv")
+    selection = (out / "selection.csv").read_text()
+    assert mnist.run(parse(base + ["--append"])) == 0
+    both = pd.read_csv(out / "results.csv")
+    assert list(both["trial"]) == [0, 1] and both.iloc[0].equals(first.iloc[0])
+    assert both["learning_rate"].nunique() == 1 and (out / "selection.csv").read_text() == selection
+    assert "2 trials" in (out / "summary.md").read_text()
+    assert mnist.run(parse(base + ["--append", "--first-trial", "1"])) == 2
+    assert "already in" in capsys.readouterr().err
+    assert mnist.run(parse(base + ["--append", "--set", "corruption=0.5"])) == 2
+    assert "corruption" in capsys.readouterr().err
+    assert mnist.run(parse(base[:-3] + ["--out", str(tmp_path / "empty"), "--append"])) == 2
+    assert "Nothing to append to" in capsys.readouterr().err
+
+
 def test_cli_rejects_impossible_split_before_running(tmp_path, capsys):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
