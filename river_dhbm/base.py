@@ -241,7 +241,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             total = sum(values, 0.0)
         except OverflowError:
             return None
-        return values if total - total == 0.0 else None
+        return values if math.isfinite(total) else None
 
     def _vector(self, x: dict, features_index: dict) -> np.ndarray:
         """`x` as one validated row float64 `[d]` in the order of `features_index`."""
