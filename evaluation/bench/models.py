@@ -337,11 +337,16 @@ PHASES = ("import river_dhbm", "import streams", "first stream block", "first le
           "first predictions")
 
 
-def _run_startup(env: dict) -> dict:
+# River imports scikit-learn whenever it is installed (it is in the test extra, not in the
+# main install): this hides it, as in an environment made by `pip install .` alone.
+_WITHOUT_SKLEARN = "import sys\nsys.modules['sklearn'] = None\n"
+
+
+def _run_startup(env: dict, prelude: str = "") -> dict:
     spawned = time.time()
     done = subprocess.run(
-        [sys.executable, "-c", _STARTUP_SCRIPT], env=env, capture_output=True, text=True,
-        check=True,
+        [sys.executable, "-c", prelude + _STARTUP_SCRIPT], env=env, capture_output=True,
+        text=True, check=True,
     )
     exited = time.time()
     marks = json.loads(done.stdout.strip().splitlines()[-1])
@@ -359,15 +364,18 @@ def startup_times(cold: bool = True, repeats: int = 3) -> list[dict]:
     """Time a fresh `python` process that imports `river_dhbm` and `streams`, draws the first
     mini-batch of the masked paper LED stream, builds a DHBM (24-24-24-24-24), learns the
     mini-batch and predicts (array and dict path): with a warm Numba cache (after one untimed
-    run; median of `repeats`) and, if `cold`, with an empty one (`NUMBA_CACHE_DIR` set to a new
-    temp dir). Wall and CPU seconds of each phase."""
+    run; median of `repeats`), also with scikit-learn hidden (the main install, without the
+    test extra), and, if `cold`, with an empty cache (`NUMBA_CACHE_DIR` set to a new temp
+    dir). Wall and CPU seconds of each phase."""
     env = dict(os.environ)
     env.pop("NUMBA_CACHE_DIR", None)
     env.pop("NUMBA_DISABLE_JIT", None)
     _run_startup(env)  # fills the cache if it was not
-    runs = [_run_startup(env) for _ in range(repeats)]
-    warm = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
-    rows = [{"cache": f"warm (median of {repeats})", **warm}]
+    rows = []
+    for label, prelude in (("", ""), (", no scikit-learn", _WITHOUT_SKLEARN)):
+        runs = [_run_startup(env, prelude) for _ in range(repeats)]
+        warm = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+        rows.append({"cache": f"warm{label} (median of {repeats})", **warm})
     if cold:
         with tempfile.TemporaryDirectory(prefix="numba_cold_") as tmp:
             rows.append({"cache": "cold (empty NUMBA_CACHE_DIR)",
@@ -417,9 +425,9 @@ def targets(rows: list[dict], startup: list[dict] | None = None, jobs: int = 2) 
                     v = mf["instances_per_s"] / row["instances_per_s"]
                     add(f"{setup}: {OURS[other][0]} within {TARGET_VARIANT_RATIO:g}x of DHBM-MF"
                         f" ({route})", f"{v:.2f}x DHBM-MF's time", v <= TARGET_VARIANT_RATIO)
-    if startup:
-        v, wall = startup[0]["cpu_to_first_prediction"], startup[0]["to_first_prediction"]
-        add(f"fresh process to first prediction < {TARGET_STARTUP:g} s (warm cache)",
+    for row in (startup or [])[:2]:
+        v, wall = row["cpu_to_first_prediction"], row["to_first_prediction"]
+        add(f"fresh process to first prediction < {TARGET_STARTUP:g} s ({row['cache']})",
             f"{v:.2f} s CPU ({wall:.2f} s wall)", v < TARGET_STARTUP,
             "CPU time of the child process, the wall time depends on the machine's load")
     minutes = reproduce_minutes(rows, jobs)
