@@ -272,7 +272,9 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     add_phase(X, mu, T, wrow, -1.0, grad, off, sizes, hcum, C)
     if estimator == MF:
         reconstruct(layer(mu, hcum, n, 0), theta, off, sizes, xrec)
-        if C > 0:
+        if C > 0 and mf_steps == 0:  # mu is the recognition pass: p(y | mu) is P
+            Y[:, :] = P
+        elif C > 0:
             joint_proba(mu, n, theta, off, sizes, hcum, C, Y)
         for i in range(A):
             neg[i] = mu[i]
