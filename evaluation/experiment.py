@@ -263,7 +263,7 @@ def trials_frame(results) -> pd.DataFrame:
         rows.append({
             "stream": t.stream, "model": t.model, "trial": t.trial, "instances": n,
             "stream_seed": stream_seed, "mask_seed": mask_seed, "model_seed": model_seed,
-            "seconds": r["seconds"], "cpu_seconds": r.get("cpu_seconds", float("nan")),
+            "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
             "instances_per_second": n / r["seconds"],
             "final_faded_error": float(r["faded_error"][-1]),
         })

@@ -283,7 +283,7 @@ def prequential(
 
     When the dataset has `iter_arrays` (e.g. `streams.LabelMask`) and the model has the array
     path (`learn_arrays`, `predict_proba_arrays`, `classes_`), the loop runs on numpy blocks with
-    vectorised scoring; otherwise it falls back to River's dicts (`predict_one`/`learn_one`),
+    vectorised scoring (one `test_then_train_arrays` call per block when the model has it); otherwise it falls back to River's dicts (`predict_one`/`learn_one`),
     built from the stream's blocks when it has them (features are the columns `0..d-1`).
     Both loops give the same numbers.
 
