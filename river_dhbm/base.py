@@ -243,15 +243,6 @@ class HybridClassifier(base.MiniBatchClassifier):
             return None
         return values if math.isfinite(total) else None
 
-    def _vector(self, x: dict, features_index: dict) -> np.ndarray:
-        """`x` as one validated row float64 `[d]` in the order of `features_index`."""
-        values = self._plain_values(x)
-        if values is None:
-            return self._vector_general(x, features_index)
-        row = np.empty(len(values))
-        _row_packer(len(values))(row, 0, *values)
-        return row
-
     def _row(self, x: dict) -> np.ndarray:
         """`x` as one validated row float64 `[1, d]` for a prediction."""
         values = self._plain_values(x)
@@ -262,7 +253,8 @@ class HybridClassifier(base.MiniBatchClassifier):
         return row
 
     def _vector_general(self, x: dict, features_index: dict) -> np.ndarray:
-        """`_vector` for any dict: a Python loop that names the first bad value."""
+        """`x` as one row `[d]` in the order of `features_index`, for any dict: a Python loop
+        that names the first bad value."""
         row = np.zeros(len(features_index))
         for name, value in x.items():
             # fast path for plain numbers (the ABC isinstance check costs ~1 us per feature)

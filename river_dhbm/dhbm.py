@@ -14,7 +14,6 @@ from river_dhbm.base import (
     _check_non_negative,
     _check_positive,
     _check_probability,
-    _row_packer,
 )
 
 __all__ = ["DHBM"]
@@ -392,27 +391,20 @@ class DHBM(HybridClassifier):
         )
         return P
 
-    def _row(self, x: dict) -> np.ndarray:
-        # a prediction's row packed into scratch (valid until the next prediction): one
-        # allocation less per instance in River's loop
-        values = self._plain_values(x)
-        if values is None:
-            return self._vector_general(x, self._feature_index)[None, :]
-        X1 = self._work.get("X1")
-        if X1 is None:
-            X1 = self._work["X1"] = np.empty((1, len(values)))
-        _row_packer(len(values))(X1, 0, *values)
-        return X1
-
     def _proba_row(self, row: np.ndarray) -> list:
         # one row with every buffer preallocated (the output in the scratch `_work`, which is
         # rebuilt when a class is added): the prediction of River's per-instance loop
-        w, C = self._work, len(self._classes)
-        P = w.get("P1")
-        if P is None:
-            P = w["P1"] = np.empty((1, C))
+        P = self._one_row_output()
         dhbm_kernels.dhbm_proba(
-            row, self._theta, self._off, self._sizes, self._hcum, C, self._kind,
+            row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
             1.0 - self.dropout, 0, self._pred_act, self._pred_z, P,
         )
         return P[0].tolist()
+
+    def _one_row_output(self) -> np.ndarray:
+        """The `[1, C]` output of a one-row prediction, kept in the scratch `_work` (rebuilt
+        when a class is added, left out of pickles)."""
+        P = self._work.get("P1")
+        if P is None:
+            P = self._work["P1"] = np.empty((1, len(self._classes)))
+        return P

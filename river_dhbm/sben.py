@@ -314,13 +314,10 @@ class SBEN(DHBM):
         return P
 
     def _proba_row(self, row: np.ndarray) -> list:
-        # one row, the output in the scratch `_work` (rebuilt when a class is added)
-        w, C = self._work, len(self._classes)
-        P = w.get("P1")
-        if P is None:
-            P = w["P1"] = np.empty((1, C))
-        sben_proba(row, self._theta, self._boff, self._offs, self._bsizes, self._hcums, C,
-                   self._kind, 1.0 - self.dropout, self._pred_act, self._pred_Pb, P)
+        P = self._one_row_output()
+        sben_proba(row, self._theta, self._boff, self._offs, self._bsizes, self._hcums,
+                   len(self._classes), self._kind, 1.0 - self.dropout, self._pred_act,
+                   self._pred_Pb, P)
         return P[0].tolist()
 
 

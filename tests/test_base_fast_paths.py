@@ -28,13 +28,13 @@ def _fitted():
         {"a": 2**70, "b": 1.0, "c": 0.0},  # an int beyond int64
     ],
 )
-def test_vector_fast_path_matches_the_loop(x):
+def test_row_fast_path_matches_the_loop(x):
     model = _fitted()
     expected = np.zeros(3)
     for name, value in x.items():
         if name in model._feature_index:
             expected[model._feature_index[name]] = float(value)
-    np.testing.assert_array_equal(model._vector(x, model._feature_index), expected)
+    np.testing.assert_array_equal(model._row(x)[0], expected)
 
 
 @pytest.mark.parametrize(
@@ -42,15 +42,15 @@ def test_vector_fast_path_matches_the_loop(x):
     [(float("nan"), ValueError), (float("inf"), ValueError), ("1.0", TypeError),
      (10**400, OverflowError)],
 )
-def test_vector_fast_path_rejects_bad_values(value, error):
+def test_row_fast_path_rejects_bad_values(value, error):
     model = _fitted()
     with pytest.raises(error):
-        model._vector({"a": 0.5, "b": value, "c": 0.0}, model._feature_index)
+        model._row({"a": 0.5, "b": value, "c": 0.0})
 
 
 def test_huge_finite_values_are_accepted():
     model = _fitted()
-    row = model._vector({"a": 1e308, "b": 1e308, "c": 0.0}, model._feature_index)
+    row = model._row({"a": 1e308, "b": 1e308, "c": 0.0})[0]
     assert row.tolist() == [1e308, 1e308, 0.0]  # the sum overflows, the values do not
 
 
