@@ -454,9 +454,9 @@ class HybridClassifier(base.MiniBatchClassifier):
 
         Returns the predicted classes as int64 indices into `classes_` `[n]` (-1: no class
         known yet). The same as `predict_proba_arrays(block).argmax(axis=1)` then
-        `learn_arrays(block, ...)` block after block, with one check of the input and, when a
-        block is exactly one of the model's mini-batches, one kernel call that predicts and
-        learns it.
+        `learn_arrays(block, ...)` block after block, with one check of the input; runs of
+        whole model mini-batches of known classes go to `_test_then_train_run` (one kernel
+        call per mini-batch, or one for the whole run).
 
         """
         bs = self.batch_size if batch_size is None else batch_size
@@ -465,38 +465,58 @@ class HybridClassifier(base.MiniBatchClassifier):
         predicted = np.full(len(X), -1, dtype=np.int64)
         if len(X) and self._features is None:
             self._fix_features(features)
-        k = 0
-        for start in range(0, len(X), bs):
-            stop = min(start + bs, len(X))
-            end = k
-            while end < len(pairs) and pairs[end][0] < stop:
-                end += 1
-            block = [(i - start, v) for i, v in pairs[k:end]]
-            k = end
-            if not self._classes:
-                self._push(X[start:stop], block)
-            elif (
-                self._n_buf == 0
-                and stop - start == self.batch_size
-                and all(v in self._class_index for _, v in block)
-            ):
-                predicted[start:stop] = self._learn_block(X[start:stop], block).argmax(axis=1)
-            else:
-                predicted[start:stop] = self._proba(X[start:stop]).argmax(axis=1)
-                self._push(X[start:stop], block)
+        k = start = 0  # pairs[k:] are the labeled rows from `start` on
+        while start < len(X):
+            stop = self._run_end(start, len(X), bs, pairs, k)
+            if stop > start:  # whole mini-batches of known classes: one call
+                end = k
+                while end < len(pairs) and pairs[end][0] < stop:
+                    end += 1
+                codes = np.full(stop - start, -1, dtype=np.int64)
+                for i, v in pairs[k:end]:
+                    codes[i - start] = self._class_index[v]
+                predicted[start:stop] = self._test_then_train_run(X[start:stop], codes)
+            else:  # one block: predict, then buffer (a class may be new, a batch may straddle)
+                stop = min(start + bs, len(X))
+                end = k
+                while end < len(pairs) and pairs[end][0] < stop:
+                    end += 1
+                if self._classes:
+                    predicted[start:stop] = self._proba(X[start:stop]).argmax(axis=1)
+                self._push(X[start:stop], [(i - start, v) for i, v in pairs[k:end]])
+            k, start = end, stop
         return predicted
 
-    def _learn_block(self, X: np.ndarray, labeled: list) -> np.ndarray:
-        """One update on exactly one mini-batch of known classes (the buffer is empty);
-        returns the model's `p(y | x)` of the rows BEFORE the update."""
-        self._X_buf[:] = X
-        codes = self._y_buf
-        codes[:] = -1
-        for i, v in labeled:
-            codes[i] = self._class_index[v]
-        self._n_buf = self.batch_size
-        self._n_buf_labeled = len(labeled)
-        return self._flush(predict=True)
+    def _run_end(self, start: int, n: int, bs: int, pairs: list, k: int) -> int:
+        """End of the rows from `start` that `_test_then_train_run` may take: whole model
+        mini-batches, the buffer empty, up to the first batch with a label not seen yet
+        (`start` itself when there are none)."""
+        if not self._classes or self._n_buf or bs != self.batch_size:
+            return start
+        stop = start + (n - start) // bs * bs
+        for j in range(k, len(pairs)):
+            i, v = pairs[j]
+            if i >= stop:
+                break
+            if v not in self._class_index:
+                return start + (i - start) // bs * bs
+        return stop
+
+    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Test-then-train on whole mini-batches of known classes with the buffer empty:
+        `codes` int64 class indices (-1 unlabeled); returns the predicted class indices, each
+        row predicted before the update of its mini-batch (`_predict_update`). Models may
+        override it with a single kernel call."""
+        bs = self.batch_size
+        predicted = np.empty(len(X), dtype=np.int64)
+        for start in range(0, len(X), bs):
+            batch = slice(start, start + bs)
+            self._X_buf[:] = X[batch]
+            self._y_buf[:] = codes[batch]
+            self._n_buf = bs
+            self._n_buf_labeled = int((codes[batch] >= 0).sum())
+            predicted[batch] = self._flush(predict=True).argmax(axis=1)
+        return predicted
 
     # ------------------------------------------------------------------ prediction
 

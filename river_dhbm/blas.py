@@ -20,11 +20,14 @@ _NO_TRANSPOSE, _TRANSPOSE = ord("n"), ord("t")
 
 @intrinsic
 def _dgemm(typingctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    """Column-major (Fortran) `dgemm` on raw addresses (`alpha`, `a`, `b`, `beta`, `c`)."""
+    """Column-major (Fortran) `dgemm` on raw addresses (`a`, `b`, `c`); `alpha` and `beta`
+    are float64 values, passed by reference from the stack (no allocation per call)."""
     from numba.np.linalg import ensure_blas
 
     ensure_blas()  # imports scipy.linalg.cython_blas, which numba_xxgemm resolves dgemm from
-    sig = types.int32(types.uint8, types.uint8, *([types.intp] * 11))
+    intp = types.intp
+    sig = types.int32(types.uint8, types.uint8, intp, intp, intp, types.float64, intp, intp,
+                      intp, intp, types.float64, intp, intp)
 
     def codegen(context, builder, signature, args):
         char = ir.IntType(8)
@@ -40,9 +43,14 @@ def _dgemm(typingctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
         def p(v):
             return builder.inttoptr(v, ptr)
 
+        def by_reference(value):
+            return builder.bitcast(cgutils.alloca_once_value(builder, value), ptr)
+
         kind = ir.Constant(char, ord("d"))
         return builder.call(
-            fn, (kind, ta, tb, m, n, k, p(alpha), p(a), lda, p(b), ldb, p(beta), p(c), ldc)
+            fn,
+            (kind, ta, tb, m, n, k, by_reference(alpha), p(a), lda, p(b), ldb,
+             by_reference(beta), p(c), ldc),
         )
 
     return sig, codegen
@@ -77,21 +85,18 @@ def gemm(A, B, C, alpha, beta, trans_a, trans_b):
         A = A.copy()
     if not _c_contiguous(B):
         B = B.copy()
-    scalars = np.empty(2)
-    scalars[0] = alpha
-    scalars[1] = beta
     # A row-major C is the column-major C^T = op(B)^T op(A)^T: swap the operands.
     status = _dgemm(
         np.uint8(_TRANSPOSE if trans_b else _NO_TRANSPOSE),
         np.uint8(_TRANSPOSE if trans_a else _NO_TRANSPOSE),
         n, m, k,
-        scalars.ctypes.data,
+        float(alpha),
         B.ctypes.data, max(1, B.shape[1]),
         A.ctypes.data, max(1, A.shape[1]),
-        scalars.ctypes.data + 8,
+        float(beta),
         C.ctypes.data, max(1, n),
     )
-    _keep_alive(scalars, A, B)  # Numba frees arrays after their last use: not before the call
+    _keep_alive(A, B)  # Numba frees arrays after their last use: not before the call
     if status != 0:
         raise RuntimeError("gemm: SciPy's BLAS dgemm could not be called")
 

@@ -330,10 +330,13 @@ class DHBM(HybridClassifier):
         self._alloc_work()
 
     def _current_beta(self) -> float:
+        return self._beta_at(self.n_updates)
+
+    def _beta_at(self, t: int) -> float:
+        """`beta` of the update that follows `t` updates."""
         if self.beta_schedule is None:
             return float(self.beta)
         T1, T2 = self.beta_schedule
-        t = self.n_updates
         if t <= T1:
             return 0.0
         if t >= T2:
@@ -376,6 +379,28 @@ class DHBM(HybridClassifier):
             return super()._predict_update(X, y)
         self._update(X, y)
         return self._work["P"].copy()
+
+    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        # Mean-field estimator without dropout: nothing random, so the whole run of
+        # mini-batches is one kernel call (the per-batch Python work costs as much as a
+        # quarter of the update).
+        if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
+            return super()._test_then_train_run(X, codes)
+        n_batches = len(X) // self.batch_size
+        betas = np.array([self._beta_at(self.n_updates + b) for b in range(n_batches)])
+        predicted = np.empty(len(X), dtype=np.int64)
+        w = self._work
+        dhbm_kernels.dhbm_test_then_train(
+            X, codes, betas, self.n_updates + 1, predicted, self._theta, self._grad, self._off,
+            self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
+            float(self.learning_rate), float(self.alpha), float(self.discriminative_weight),
+            self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
+            w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xrec"], w["P"], w["T"],
+            w["Y"], w["wrow"], w["wdisc"], self._moments,
+        )
+        self.n_updates += n_batches
+        self.n_labeled_seen += int((codes >= 0).sum())
+        return predicted
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]

@@ -106,18 +106,26 @@ def reconstruct(H1, theta, off, sizes, xrec):
 
 
 @njit(**_JIT)
-def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes):
+def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
     """Add `scale * sum_r w[r] * stats` of one phase to `grad`: `v^{l-1}^T h^l` to `W^l`,
-    `h^l` to `b^l`, `h^l^T y` to `U^l`, `v^0` to `c`, `y` to `d`. `V0 [n, D]`, `H` flat."""
+    `h^l` to `b^l`, `h^l^T y` to `U^l`, `v^0` to `c`, `y` to `d`. `V0 [n, D]`, `H` flat;
+    `work` flat scratch `>= n * max H` holds each layer's weighted rows `scale w[r] h^l[r]`."""
     n = V0.shape[0]
     L = sizes.shape[0] - 1
     for l in range(L):
         below = V0 if l == 0 else layer(H, hcum, n, l - 1)
         h = layer(H, hcum, n, l)
-        add_outer(below, h, w, scale, matrix(grad, off, sizes, l, COL_W))
-        add_rows(h, w, scale, vector(grad, off, sizes, l, COL_B))
+        size = sizes[l + 1]
+        hw = work[: n * size].reshape((n, size))
+        gb = vector(grad, off, sizes, l, COL_B)
+        for r in range(n):
+            a = scale * w[r]
+            for j in range(size):
+                hw[r, j] = a * h[r, j]
+                gb[j] += hw[r, j]
+        gemm(below, hw, matrix(grad, off, sizes, l, COL_W), 1.0, 1.0, True, False)
         if n_classes > 0:
-            add_outer(h, Y, w, scale, label_weights(grad, off, sizes, l, n_classes))
+            gemm(hw, Y, label_weights(grad, off, sizes, l, n_classes), 1.0, 1.0, True, False)
     add_rows(V0, w, scale, grad[off[L, 0] : off[L, 0] + sizes[0]])
     if n_classes > 0:
         add_rows(Y, w, scale, grad[off[L, 1] : off[L, 1] + n_classes])
@@ -269,7 +277,7 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     net_backward(X, act, delta, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, grad)
 
     # model: positive phase minus negative phase (as a loss gradient: negative minus positive)
-    add_phase(X, mu, T, wrow, -1.0, grad, off, sizes, hcum, C)
+    add_phase(X, mu, T, wrow, -1.0, grad, off, sizes, hcum, C, zbuf)
     if estimator == MF:
         reconstruct(layer(mu, hcum, n, 0), theta, off, sizes, xrec)
         if C > 0 and mf_steps == 0:  # mu is the recognition pass: p(y | mu) is P
@@ -279,7 +287,7 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
         for i in range(A):
             neg[i] = mu[i]
         mean_field_sweep(xrec, neg, Y, theta, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
-        add_phase(xrec, neg, Y, wrow, 1.0, grad, off, sizes, hcum, C)
+        add_phase(xrec, neg, Y, wrow, 1.0, grad, off, sizes, hcum, C, zbuf)
     else:
         wsum = 0.0
         for r in range(n):
@@ -294,6 +302,32 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
         for i in range(theta.shape[0]):
             theta[i] -= lr * grad[i]
             grad[i] = 0.0
+
+
+@njit(**_JIT)
+def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, off, sizes, hcum,
+                         n_classes, kind, mf_steps, lr, alpha, disc_weight, hard, part_x,
+                         part_h, part_y, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
+                         wdisc, moments):
+    """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
+    dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0]` rows of `X`
+    in turn, with `codes` as its `y`, `betas[b]` as the `beta` of block `b` and update number
+    `first_step + b`. `predicted [len(X)]` receives each row's most probable class BEFORE its
+    update: the argmax of the update's own `P`, which is the prediction (`dhbm_proba` with
+    scale 1 and no refinement)."""
+    n, C = P.shape
+    for b in range(X.shape[0] // n):
+        rows = slice(b * n, (b + 1) * n)
+        dhbm_update(X[rows], codes[rows], theta, grad, off, sizes, hcum, n_classes, kind, MF,
+                    mf_steps, lr, alpha, betas[b], disc_weight, hard, empty, part_x, part_h,
+                    part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
+                    wdisc, moments, first_step + b)
+        for r in range(n):
+            best = 0
+            for k in range(1, C):
+                if P[r, k] > P[r, best]:  # the first maximum, as np.argmax
+                    best = k
+            predicted[b * n + r] = best
 
 
 @njit(**_JIT)

@@ -301,6 +301,7 @@ class SBEN(DHBM):
 
     # the stack's update does not start with its prediction's pass (unlike the DHBM's)
     _predict_update = HybridClassifier._predict_update
+    _test_then_train_run = HybridClassifier._test_then_train_run
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n, C = X.shape[0], len(self._classes)

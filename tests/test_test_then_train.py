@@ -1,6 +1,7 @@
-"""`test_then_train_arrays` (one call per block, one kernel call per mini-batch for the DHBM)
-gives exactly the predictions and the model of `predict_proba_arrays` then `learn_arrays`,
-block after block; and `evaluation.prequential` uses it without changing a number."""
+"""`test_then_train_arrays` (one call per block; for the DHBM one kernel call per mini-batch,
+or one for a whole run of them) gives exactly the predictions and the model of
+`predict_proba_arrays` then `learn_arrays`, block after block; and `evaluation.prequential`
+uses it without changing a number."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from evaluation import prequential
-from river_dhbm import DHBM
+from river_dhbm import DHBM, dhbm_kernels
 from streams import LED, LabelMask
 from test_dict_path import MODELS as DICT_PATH_MODELS
 
@@ -18,6 +19,9 @@ MODELS = {
     "dhbm-mf-steps": lambda: DHBM(hidden_sizes=(6, 5), mf_steps=1, batch_size=4, seed=1),
     "dhbm-sap-no-dropout": lambda: DHBM(hidden_sizes=(6,), estimator="sap", n_particles=3,
                                         batch_size=4, seed=1),
+    # beta changes from update to update: the one-call run must follow it
+    "dhbm-beta-schedule": lambda: DHBM(hidden_sizes=(6, 5), beta_schedule=(2, 9),
+                                       pseudo_label="hard", batch_size=4, seed=1),
 }
 
 
@@ -71,6 +75,49 @@ def test_the_dhbm_predicts_and_learns_a_mini_batch_in_one_pass(monkeypatch):
     predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])  # whole batches
     assert calls == []  # every block was one of the model's mini-batches, of known classes
     assert (predicted >= 0).all()
+
+
+def _count_runs(monkeypatch, model):
+    """Counts the one-call runs (their lengths) and the per-batch updates of `model`."""
+    runs, updates = [], []
+    kernel = dhbm_kernels.dhbm_test_then_train
+
+    def counted(X, *args):
+        runs.append(len(X))
+        return kernel(X, *args)
+
+    monkeypatch.setattr(dhbm_kernels, "dhbm_test_then_train", counted)
+    update = model._update
+    monkeypatch.setattr(model, "_update", lambda *a: updates.append(1) or update(*a))
+    return runs, updates
+
+
+def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch):
+    X, y, labeled = _block()
+    model, reference = MODELS["dhbm-mf"](), MODELS["dhbm-mf"]()
+    for m in (model, reference):
+        m.learn_arrays(X[:88], y[:88])  # every class known, the buffer empty
+    runs, updates = _count_runs(monkeypatch, model)
+    predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])
+    assert runs == [88] and updates == []  # 22 mini-batches of 4: one kernel call
+    np.testing.assert_array_equal(predicted, _batch_by_batch(reference, X[:88], y[:88],
+                                                              labeled[:88], 4))
+    _assert_same_model(model, reference, X)
+
+
+def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch):
+    X, y, labeled = _block()
+    y[49], labeled[49] = "e", True  # unseen: its batch (rows 48-51) adds the class first
+    model, reference = MODELS["dhbm-mf"](), MODELS["dhbm-mf"]()
+    for m in (model, reference):
+        m.learn_arrays(X[:88], np.where(y[:88] == "e", "a", y[:88]))
+    runs, updates = _count_runs(monkeypatch, model)
+    predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])
+    assert runs == [48, 36] and len(updates) == 1
+    assert model.classes_[-1] == "e"
+    np.testing.assert_array_equal(predicted, _batch_by_batch(reference, X[:88], y[:88],
+                                                              labeled[:88], 4))
+    _assert_same_model(model, reference, X)
 
 
 @pytest.mark.parametrize(
