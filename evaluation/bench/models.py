@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import gc
 import importlib
 import itertools
 import json
@@ -169,6 +170,7 @@ def run_once(entry: Entry, n_instances: int, instrument=None) -> dict:
                 pass
             return "dicts"
 
+    gc.collect()  # the garbage of earlier entries is not this entry's cost
     cpu, wall = time.process_time(), time.perf_counter()
     loop = work()
     return {
@@ -180,25 +182,30 @@ def run_once(entry: Entry, n_instances: int, instrument=None) -> dict:
 
 
 def hook_share(entry: Entry, n_instances: int) -> float | None:
-    """Share of the wall time spent inside our model's `_update` and `_proba` (the Numba
-    kernels, the random draws and argument passing of each call) in one more run."""
+    """Share of the wall time spent inside our model's `_update`, `_proba` and
+    `_test_then_train_run` (the Numba kernels, the random draws and argument passing of each
+    call) in one more run; a hook called from another is counted once."""
     if entry.model not in OURS:
         return None
     spent = [0.0]
+    depth = [0]
 
     def timed(method):
         def wrapper(*args):
+            depth[0] += 1
             start = time.perf_counter()
             try:
                 return method(*args)
             finally:
-                spent[0] += time.perf_counter() - start
+                depth[0] -= 1
+                if depth[0] == 0:
+                    spent[0] += time.perf_counter() - start
 
         return wrapper
 
     def instrument(model):
-        model._update = timed(model._update)
-        model._proba = timed(model._proba)
+        for hook in ("_update", "_proba", "_test_then_train_run"):
+            setattr(model, hook, timed(getattr(model, hook)))
 
     result = run_once(entry, n_instances, instrument)
     return spent[0] / result["wall"] if result["wall"] > 0 else None
@@ -518,8 +525,8 @@ def report(rows, startup, checks, command: str) -> str:
         "one-vs-rest LogisticRegression's on the same set-up and route; `cost / River's loop` "
         "is the CPU time per instance over that of `NoChangeClassifier` in "
         "`progressive_val_score` (River's loop and the dict stream alone); `in model hooks` is "
-        "the share of wall time inside the model's `_update`/`_proba` (Numba kernels, random "
-        "draws, call overhead), from one more run.",
+        "the share of wall time inside the model's `_update`/`_proba`/`_test_then_train_run` "
+        "(Numba kernels, random draws, call overhead), from one more run.",
         "",
         format_table(rows),
     ]
