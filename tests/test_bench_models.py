@@ -60,6 +60,16 @@ def test_table_and_targets(rows):
     assert not any("reproduce" in n for n in names)  # needs the paper settings of all models
 
 
+def test_the_dict_path_floor_is_measured_beside_the_target():
+    rows = bench.bench_models(models=("dhbm-mf", "nochange", "checks"), split=False, **TINY)
+    checks = [r for r in rows if r["model"] == "checks"]
+    assert [(r["route"], r["loop"]) for r in checks] == [("progressive_val_score", "dicts")]
+    assert checks[0]["vs_loop"] > 1  # reading and checking dicts costs something
+    (target,) = [c for c in bench.targets(rows) if "dict path" in c["name"]]
+    arrays = next(r for r in rows if (r["model"], r["route"]) == ("dhbm-mf", "prequential"))
+    assert f"{checks[0]['vs_loop'] + arrays['vs_loop']:.2f}x" in target["detail"]
+
+
 def test_reproduce_estimate():
     rows = [
         {"setup": s, "model": m, "route": "prequential", "settings": "paper",
