@@ -27,6 +27,8 @@ Conventions used by every function here:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
@@ -86,19 +88,32 @@ def hidden_offsets(sizes) -> np.ndarray:
 def regrow_classes(theta: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarray:
     """A buffer for `n_new` classes holding the values of `theta` (laid out for `n_old`);
     new label-weight columns and class biases are 0."""
+    index, size = _regrow_index(tuple(int(s) for s in sizes), n_old, n_new)
+    out = np.zeros(size)
+    out[index] = theta
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _regrow_index(sizes: tuple, n_old: int, n_new: int) -> tuple[np.ndarray, int]:
+    """Where each entry of a buffer laid out for `n_old` classes goes in one laid out for
+    `n_new`, and the new length. Cached: a model regrows its parameters and both Adam
+    moments with the same map, and every new class of a stream needs one."""
     old, new = param_layout(sizes, n_old), param_layout(sizes, n_new)
-    out = np.zeros(new[-1, 2])
+    index = np.empty(old[-1, 2], dtype=np.int64)
     L = len(sizes) - 1
     for l in range(L):
         for col in (COL_W, COL_B, COL_R, COL_RB):
             size = sizes[l + 1] * (sizes[l] if col in (COL_W, COL_R) else 1)
-            out[new[l, col] : new[l, col] + size] = theta[old[l, col] : old[l, col] + size]
-        H = sizes[l + 1]
-        U_old = theta[old[l, COL_U] : old[l, COL_U] + H * n_old].reshape(H, n_old)
-        out[new[l, COL_U] : new[l, COL_U] + H * n_new].reshape(H, n_new)[:, :n_old] = U_old
-    out[new[L, 0] : new[L, 0] + sizes[0]] = theta[old[L, 0] : old[L, 0] + sizes[0]]
-    out[new[L, 1] : new[L, 1] + n_old] = theta[old[L, 1] : old[L, 1] + n_old]
-    return out
+            index[old[l, col] : old[l, col] + size] = np.arange(new[l, col], new[l, col] + size)
+        rows, cols = np.arange(sizes[l + 1])[:, None], np.arange(n_old)[None, :]
+        index[old[l, COL_U] : old[l, COL_U] + sizes[l + 1] * n_old] = (
+            new[l, COL_U] + rows * n_new + cols
+        ).ravel()
+    index[old[L, 0] : old[L, 0] + sizes[0]] = np.arange(new[L, 0], new[L, 0] + sizes[0])
+    index[old[L, 1] : old[L, 1] + n_old] = np.arange(new[L, 1], new[L, 1] + n_old)
+    index.flags.writeable = False
+    return index, int(new[-1, 2])
 
 
 # --------------------------------------------------------------------------- views
