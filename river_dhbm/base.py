@@ -468,19 +468,18 @@ class HybridClassifier(base.MiniBatchClassifier):
         k = start = 0  # pairs[k:] are the labeled rows from `start` on
         while start < len(X):
             stop = self._run_end(start, len(X), bs, pairs, k)
-            if stop > start:  # whole mini-batches of known classes: one call
-                end = k
-                while end < len(pairs) and pairs[end][0] < stop:
-                    end += 1
+            run = stop > start  # whole mini-batches of known classes: one call
+            if not run:  # one block: predict, then buffer (a new class, a straddled batch)
+                stop = min(start + bs, len(X))
+            end = k
+            while end < len(pairs) and pairs[end][0] < stop:
+                end += 1
+            if run:
                 codes = np.full(stop - start, -1, dtype=np.int64)
                 for i, v in pairs[k:end]:
                     codes[i - start] = self._class_index[v]
                 predicted[start:stop] = self._test_then_train_run(X[start:stop], codes)
-            else:  # one block: predict, then buffer (a class may be new, a batch may straddle)
-                stop = min(start + bs, len(X))
-                end = k
-                while end < len(pairs) and pairs[end][0] < stop:
-                    end += 1
+            else:
                 if self._classes:
                     predicted[start:stop] = self._proba(X[start:stop]).argmax(axis=1)
                 self._push(X[start:stop], [(i - start, v) for i, v in pairs[k:end]])

@@ -102,29 +102,25 @@ def _dict_checks_only():
     these models can cost."""
     from river import base
 
-    class DictChecksOnly(_DictChecks, base.Classifier):
-        pass
+    from river_dhbm.base import HybridClassifier, _canonical_order
+
+    class DictChecksOnly(base.Classifier):
+        def __init__(self):
+            self._features = None
+
+        def _check(self, x):
+            if self._features is None:
+                self._features = _canonical_order(x)
+            if HybridClassifier._plain_values(self, x) is None:
+                raise ValueError("the bench streams yield plain finite numbers")
+
+        def predict_one(self, x, **kwargs):
+            self._check(x)
+
+        def learn_one(self, x, y=None, **kwargs):
+            self._check(x)
 
     return DictChecksOnly()
-
-
-class _DictChecks:
-    def __init__(self):
-        self._features = None
-
-    def _check(self, x):
-        from river_dhbm.base import HybridClassifier, _canonical_order
-
-        if self._features is None:
-            self._features = _canonical_order(x)
-        if HybridClassifier._plain_values(self, x) is None:
-            raise ValueError("the bench streams yield plain finite numbers")
-
-    def predict_one(self, x, **kwargs):
-        self._check(x)
-
-    def learn_one(self, x, y=None, **kwargs):
-        self._check(x)
 
 
 def make_model(entry: Entry):
