@@ -317,6 +317,12 @@ class DHBM(HybridClassifier):
         self._pred_act = np.zeros(A)
         self._pred_z = np.zeros(int(self._sizes.max()))
 
+    _WORK_ORDER = ("act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc")
+
+    def _work_arrays(self) -> list:
+        """The work arrays in the order `dhbm_update` (and `dhbm_test_then_train`) take them."""
+        return [self._work[name] for name in self._WORK_ORDER]
+
     def _add_class(self) -> None:
         C = len(self._classes)
         self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C)
@@ -361,15 +367,13 @@ class DHBM(HybridClassifier):
             noise_v = rng.random(M * self._part_x.shape[1] + M)
         else:
             part_mask = noise_h = noise_v = self._empty
-        w = self._work
         dhbm_kernels.dhbm_update(
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._estimator, self.mf_steps,
             float(self.learning_rate), float(self.alpha), self._current_beta(),
             float(self.discriminative_weight), self.pseudo_label == "hard", mask,
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
-            w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xrec"], w["P"], w["T"],
-            w["Y"], w["wrow"], w["wdisc"], self._moments, self.n_updates + 1,
+            *self._work_arrays(), self._moments, self.n_updates + 1,
         )
 
     def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -389,14 +393,12 @@ class DHBM(HybridClassifier):
         n_batches = len(X) // self.batch_size
         betas = np.array([self._beta_at(self.n_updates + b) for b in range(n_batches)])
         predicted = np.empty(len(X), dtype=np.int64)
-        w = self._work
         dhbm_kernels.dhbm_test_then_train(
             X, codes, betas, self.n_updates + 1, predicted, self._theta, self._grad, self._off,
             self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
             float(self.learning_rate), float(self.alpha), float(self.discriminative_weight),
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
-            w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xrec"], w["P"], w["T"],
-            w["Y"], w["wrow"], w["wdisc"], self._moments,
+            *self._work_arrays(), self._moments,
         )
         self.n_updates += n_batches
         self.n_labeled_seen += int((codes >= 0).sum())

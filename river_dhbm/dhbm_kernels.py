@@ -315,7 +315,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
     `first_step + b`. `predicted [len(X)]` receives each row's most probable class BEFORE its
     update: the argmax of the update's own `P`, which is the prediction (`dhbm_proba` with
     scale 1 and no refinement)."""
-    n, C = P.shape
+    n = P.shape[0]
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
         dhbm_update(X[rows], codes[rows], theta, grad, off, sizes, hcum, n_classes, kind, MF,
@@ -323,11 +323,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                     part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
                     wdisc, moments, first_step + b)
         for r in range(n):
-            best = 0
-            for k in range(1, C):
-                if P[r, k] > P[r, best]:  # the first maximum, as np.argmax
-                    best = k
-            predicted[b * n + r] = best
+            predicted[b * n + r] = np.argmax(P[r])
 
 
 @njit(**_JIT)
