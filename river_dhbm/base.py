@@ -167,6 +167,7 @@ class HybridClassifier(base.MiniBatchClassifier):
     #: The paper's literal settings for the online experiments, used by `paper()`.
     _PAPER_SETTINGS: dict = {}
     _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
+    _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
 
     def __init__(self, batch_size: int = 20, seed: int | None = None):
         self.batch_size = batch_size
@@ -197,6 +198,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._y_buf: np.ndarray | None = None
         self._n_buf = 0
         self._n_buf_labeled = 0
+        self._staged = None
         self.n_updates = 0
         self.n_labeled_seen = 0
 
@@ -212,6 +214,21 @@ class HybridClassifier(base.MiniBatchClassifier):
     @property
     def n_features_in_(self) -> int:
         return 0 if self._features is None else len(self._features)
+
+    # ------------------------------------------------------------------ pickling
+
+    #: Work arrays that predictions write into (rebuilt by the model's `__setstate__`).
+    _SCRATCH: tuple = ()
+
+    def __getstate__(self):
+        # predictions leave a pickle unchanged: their scratch, the staged row and the free
+        # slots of the buffer it was packed into are not part of the model
+        state = {k: v for k, v in self.__dict__.items() if k not in self._SCRATCH}
+        state.pop("_staged", None)
+        if self._X_buf is not None:
+            state["_X_buf"] = self._X_buf.copy()
+            state["_X_buf"][self._n_buf :] = 0.0
+        return state
 
     # ------------------------------------------------------------------ input checks
 
@@ -243,14 +260,25 @@ class HybridClassifier(base.MiniBatchClassifier):
             return None
         return values if math.isfinite(total) else None
 
+    def _is_staged(self, x: dict) -> bool:
+        """Whether `x` holds the values of the dict `_row` packed last, under the same keys
+        (equal as numbers: `1` and `1.0` pack alike; a NaN is never staged)."""
+        staged = self._staged
+        return staged is not None and list(x.values()) == staged and list(x) == self._features
+
     def _row(self, x: dict) -> np.ndarray:
-        """`x` as one validated row float64 `[1, d]` for a prediction."""
+        """`x` as one validated row float64 `[1, d]` for a prediction.
+
+        A dict of plain values is packed into the buffer's next free slot (not part of the
+        model until learnt) and its values are remembered (`_staged`): River's loops predict an
+        instance, then learn it, and `learn_one` then only has to recognise it."""
         values = self._plain_values(x)
         if values is None:
             return self._vector_general(x, self._feature_index)[None, :]
-        row = np.empty((1, len(values)))
-        _row_packer(len(values))(row, 0, *values)
-        return row
+        start = self._n_buf
+        _row_packer(len(values))(self._X_buf, 8 * len(values) * start, *values)
+        self._staged = values
+        return self._X_buf[start : start + 1]
 
     def _vector_general(self, x: dict, features_index: dict) -> np.ndarray:
         """`x` as one row `[d]` in the order of `features_index`, for any dict: a Python loop
@@ -326,6 +354,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         """Append validated rows to the buffer, one update per full batch. `labeled` lists
         `(row index, label)` of the labeled rows, in row order; the other rows are unlabeled."""
         bs = self.batch_size
+        self._staged = None  # its slot is overwritten
         i = k = 0
         while i < len(rows):
             start = self._n_buf
@@ -346,10 +375,14 @@ class HybridClassifier(base.MiniBatchClassifier):
                 self._flush()
 
     def _push_one(self, row, y) -> None:
-        """`_push` of one row (`y` None when unlabeled); `row` is an array `[d]` or the list of
-        validated plain values from `_plain_values`, packed straight into the buffer."""
+        """`_push` of one row (`y` None when unlabeled); `row` is an array `[d]`, the list of
+        validated plain values from `_plain_values`, packed straight into the buffer, or None
+        when the row is the staged one, already in the buffer's next slot."""
+        self._staged = None
         start = self._n_buf
-        if type(row) is list:
+        if row is None:
+            pass
+        elif type(row) is list:
             d = len(row)
             _row_packer(d)(self._X_buf, 8 * d * start, *row)
         else:
@@ -374,6 +407,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self.n_updates += 1
         self._n_buf = 0
         self._n_buf_labeled = 0
+        self._staged = None
         return P
 
     def learn_one(self, x: dict, y=None, labeled: bool = True, **kwargs) -> None:
@@ -382,13 +416,16 @@ class HybridClassifier(base.MiniBatchClassifier):
         Every `batch_size` buffered instances trigger one update on the mixed mini-batch.
 
         """
-        row = self._plain_values(x)  # the common case: no array until the buffer itself
-        if row is None:
-            features = self._features if self._features is not None else _canonical_order(x)
-            index = self._feature_index if self._features is not None else {
-                name: j for j, name in enumerate(features)
-            }
-            row = self._vector_general(x, index)
+        if self._is_staged(x):
+            row = None  # the instance just predicted: checked, and waiting in the buffer
+        else:
+            row = self._plain_values(x)  # the common case: no array until the buffer itself
+            if row is None:
+                features = self._features if self._features is not None else _canonical_order(x)
+                index = self._feature_index if self._features is not None else {
+                    name: j for j, name in enumerate(features)
+                }
+                row = self._vector_general(x, index)
         label = None if (not labeled or _is_missing_label(y)) else y
         if label is not None:
             _check_label(label)

@@ -265,11 +265,7 @@ class DHBM(HybridClassifier):
 
     # ------------------------------------------------------------------ state
 
-    _SCRATCH = ("_grad", "_work", "_pred_act", "_pred_z")
-
-    def __getstate__(self):
-        # work arrays are scratch (predictions write into them): not part of the model
-        return {k: v for k, v in self.__dict__.items() if k not in self._SCRATCH}
+    _SCRATCH = ("_grad", "_work", "_pred_act")
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -315,7 +311,6 @@ class DHBM(HybridClassifier):
             Y=np.zeros((n, C)), wrow=np.zeros(n), wdisc=np.zeros(n),
         )
         self._pred_act = np.zeros(A)
-        self._pred_z = np.zeros(int(self._sizes.max()))
 
     _WORK_ORDER = ("act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc")
 
@@ -406,11 +401,15 @@ class DHBM(HybridClassifier):
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]
-        if n == 1:
-            act, zbuf = self._pred_act, self._pred_z
-        else:
-            act = np.empty(n * int(self._hcum[-1]))
-            zbuf = np.empty(n * int(self._sizes.max()))
+        if n == 1:  # the kernel of `predict_proba_one`: one row gives one answer on every path
+            P = np.empty((1, len(self._classes)))
+            dhbm_kernels.dhbm_proba_row(
+                X, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
+                self._kind, 1.0 - self.dropout, self._pred_act, P,
+            )
+            return P
+        act = np.empty(n * int(self._hcum[-1]))
+        zbuf = np.empty(n * int(self._sizes.max()))
         P = np.empty((n, len(self._classes)))
         dhbm_kernels.dhbm_proba(
             X, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
@@ -422,9 +421,9 @@ class DHBM(HybridClassifier):
         # one row with every buffer preallocated (the output in the scratch `_work`, which is
         # rebuilt when a class is added): the prediction of River's per-instance loop
         P = self._one_row_output()
-        dhbm_kernels.dhbm_proba(
+        dhbm_kernels.dhbm_proba_row(
             row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
-            1.0 - self.dropout, 0, self._pred_act, self._pred_z, P,
+            1.0 - self.dropout, self._pred_act, P,
         )
         return P[0].tolist()
 

@@ -19,6 +19,7 @@ from river_dhbm.kernels import (
     COL_U,
     COL_W,
     BOUNDED_RELU,
+    borrow,
     SIGMOID,
     activate,
     add_transposed,
@@ -32,6 +33,7 @@ from river_dhbm.kernels import (
     mean_field_input,
     net_backward,
     sigmoid,
+    softmax_rows,
     vector,
 )
 
@@ -76,7 +78,7 @@ def mean_field_sweep(X, mu, T, theta, off, sizes, hcum, n_classes, kind, mask, s
     use_mask = mask.size > 0
     for l in range(L):
         H = sizes[l + 1]
-        z = zbuf[: n * H].reshape((n, H))
+        z = borrow(zbuf, 0, (n, H))
         below = X if l == 0 else layer(mu, hcum, n, l - 1)
         above = layer(mu, hcum, n, l + 1) if l < L - 1 else below
         mean_field_input(below, above, T, theta, off, sizes, l, n_classes, z)
@@ -95,7 +97,7 @@ def reconstruct(H1, theta, off, sizes, xrec):
     """Visible mean-field `xrec [n, D] = sigmoid(h^1 W^1^T + c)` (visible units are logistic)."""
     L = sizes.shape[0] - 1
     n, D = xrec.shape
-    c = theta[off[L, 0] : off[L, 0] + D]
+    c = borrow(theta, off[L, 0], (D,))
     for r in range(n):
         for i in range(D):
             xrec[r, i] = c[i]
@@ -116,7 +118,7 @@ def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
         below = V0 if l == 0 else layer(H, hcum, n, l - 1)
         h = layer(H, hcum, n, l)
         size = sizes[l + 1]
-        hw = work[: n * size].reshape((n, size))
+        hw = borrow(work, 0, (n, size))
         gb = vector(grad, off, sizes, l, COL_B)
         for r in range(n):
             a = scale * w[r]
@@ -126,9 +128,9 @@ def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
         gemm(below, hw, matrix(grad, off, sizes, l, COL_W), 1.0, 1.0, True, False)
         if n_classes > 0:
             gemm(hw, Y, label_weights(grad, off, sizes, l, n_classes), 1.0, 1.0, True, False)
-    add_rows(V0, w, scale, grad[off[L, 0] : off[L, 0] + sizes[0]])
+    add_rows(V0, w, scale, borrow(grad, off[L, 0], (sizes[0],)))
     if n_classes > 0:
-        add_rows(Y, w, scale, grad[off[L, 1] : off[L, 1] + n_classes])
+        add_rows(Y, w, scale, borrow(grad, off[L, 1], (n_classes,)))
 
 
 @njit(**_JIT)
@@ -151,7 +153,7 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
     wvec = np.full(M, wneg)
     for l in range(L):
         H = sizes[l + 1]
-        z = zbuf[: M * H].reshape((M, H))
+        z = borrow(zbuf, 0, (M, H))
         below = part_x if l == 0 else layer(part_h, hcum, M, l - 1)
         above = layer(part_h, hcum, M, l + 1) if l < L - 1 else below
         mean_field_input(below, above, part_y, theta, off, sizes, l, n_classes, z)
@@ -177,16 +179,16 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
         add_rows(z, wvec, 1.0, vector(grad, off, sizes, l, COL_B))
         if n_classes > 0:
             add_outer(z, part_y, wvec, 1.0, label_weights(grad, off, sizes, l, n_classes))
-    xp = zbuf[: M * D].reshape((M, D))
+    xp = borrow(zbuf, 0, (M, D))
     reconstruct(layer(part_h, hcum, M, 0), theta, off, sizes, xp)
-    add_rows(xp, wvec, 1.0, grad[off[L, 0] : off[L, 0] + D])
+    add_rows(xp, wvec, 1.0, borrow(grad, off[L, 0], (D,)))
     for r in range(M):
         for i in range(D):
             part_x[r, i] = 1.0 if noise_v[r * D + i] < xp[r, i] else 0.0
     if n_classes > 0:
         ybuf = np.empty((M, n_classes))
         joint_proba(part_h, M, theta, off, sizes, hcum, n_classes, ybuf)
-        add_rows(ybuf, wvec, 1.0, grad[off[L, 1] : off[L, 1] + n_classes])
+        add_rows(ybuf, wvec, 1.0, borrow(grad, off[L, 1], (n_classes,)))
         for r in range(M):
             u = noise_v[M * D + r]
             pick = n_classes - 1
@@ -323,7 +325,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                     part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
                     wdisc, moments, first_step + b)
         for r in range(n):
-            predicted[b * n + r] = np.argmax(P[r])
+            predicted[b * n + r] = np.argmax(borrow(P, r * P.shape[1], (P.shape[1],)))
 
 
 @njit(**_JIT)
@@ -363,3 +365,38 @@ def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, mf_steps, act
     for s in range(mf_steps):
         mean_field_sweep(X, act, P, theta, off, sizes, hcum, n_classes, kind, empty, scale, zbuf)
         joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
+
+
+@njit(**_JIT)
+def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
+    """`dhbm_proba` of ONE row `X [1, D]` (no mean-field refinement) into `P [1, C]`, in
+    plain loops: for one row the calls into BLAS and the views cost several times the
+    arithmetic (River's per-instance predictions). `act` flat `>= hcum[L]`. Sums run in the
+    order of the inputs, so the result matches `dhbm_proba` to round-off, not bitwise."""
+    L = sizes.shape[0] - 1
+    for l in range(L):
+        fan_in, H = sizes[l], sizes[l + 1]
+        M = matrix(theta, off, sizes, l, COL_R)
+        bias = vector(theta, off, sizes, l, COL_RB)
+        below = X[0] if l == 0 else act[hcum[l - 1] : hcum[l]]
+        out = act[hcum[l] : hcum[l + 1]]
+        for j in range(H):
+            out[j] = 0.0
+        for i in range(fan_in):
+            a = below[i]
+            for j in range(H):
+                out[j] += a * M[i, j]
+        k = 2.0 if l < L - 1 else 1.0  # the recognition network's weight doubling
+        for j in range(H):
+            out[j] = activate(k * out[j] + bias[j], kind) * scale
+    z = P[0]
+    d = theta[off[L, 1] : off[L, 1] + n_classes]
+    for c in range(n_classes):
+        z[c] = d[c]
+    for l in range(L):
+        U = label_weights(theta, off, sizes, l, n_classes)
+        for j in range(hcum[l + 1] - hcum[l]):
+            a = act[hcum[l] + j]
+            for c in range(n_classes):
+                z[c] += a * U[j, c]
+    softmax_rows(P)

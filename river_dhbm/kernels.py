@@ -30,7 +30,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit, types
+from numba import carray, njit, types
+from numba.core import errors
 from numba.extending import intrinsic
 
 from river_dhbm.blas import gemm
@@ -119,32 +120,54 @@ def _regrow_index(sizes: tuple, n_old: int, n_new: int) -> tuple[np.ndarray, int
 # --------------------------------------------------------------------------- views
 
 
+@intrinsic
+def _address(typingctx, arr, start):
+    """Typed pointer to element `start` of a contiguous array's data (no bounds check)."""
+    if not isinstance(arr, types.Array) or arr.layout != "C" or not arr.mutable:
+        raise errors.TypingError(f"borrow needs a writable C-contiguous array, got {arr}")
+    sig = types.CPointer(arr.dtype)(arr, start)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.gep(data, [args[1]])
+
+    return sig, codegen
+
+
+@njit(**_JIT)
+def borrow(a, start, shape):
+    """C-contiguous view `shape` of the contiguous `a` from element `start` on, WITHOUT a
+    reference to `a`'s memory: valid only while `a` is alive, so it must never leave the
+    kernel that made it. Why: a slice shares `a`'s reference count, and every slice, reshape
+    and argument passing of it costs atomic increments and decrements plus a reshape call,
+    which for the ~100 views of a mini-batch update cost more than a tenth of it. The caller
+    guarantees `start + prod(shape) <= a.size` (the layouts do)."""
+    return carray(_address(a, start), shape)
+
+
 @njit(**_JIT)
 def matrix(theta, off, sizes, l, col):
     """View `[H_{l-1}, H_l]` (`col` = COL_W or COL_R) or `[H_l, C]` (COL_U needs `C` via
     `label_weights`) of layer `l` of `theta`."""
-    o = off[l, col]
-    return theta[o : o + sizes[l] * sizes[l + 1]].reshape((sizes[l], sizes[l + 1]))
+    return borrow(theta, off[l, col], (sizes[l], sizes[l + 1]))
 
 
 @njit(**_JIT)
 def vector(theta, off, sizes, l, col):
     """View `[H_l]` of the bias `col` (COL_B or COL_RB) of layer `l`."""
-    o = off[l, col]
-    return theta[o : o + sizes[l + 1]]
+    return borrow(theta, off[l, col], (sizes[l + 1],))
 
 
 @njit(**_JIT)
 def label_weights(theta, off, sizes, l, n_classes):
     """View `[H_l, C]` of `U^l`."""
-    o = off[l, COL_U]
-    return theta[o : o + sizes[l + 1] * n_classes].reshape((sizes[l + 1], n_classes))
+    return borrow(theta, off[l, COL_U], (sizes[l + 1], n_classes))
 
 
 @njit(**_JIT)
 def layer(act, hcum, n, l):
     """View `[n, H_l]` of layer `l` in a flat activity buffer of an `n`-row batch."""
-    return act[n * hcum[l] : n * hcum[l + 1]].reshape((n, hcum[l + 1] - hcum[l]))
+    return borrow(act, n * hcum[l], (n, hcum[l + 1] - hcum[l]))
 
 
 # --------------------------------------------------------------------------- activations
@@ -266,10 +289,8 @@ def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, sca
     n = X.shape[0]
     L = sizes.shape[0] - 1
     for l in range(L):
-        o = off[l, wcol]
-        M = theta[o : o + sizes[l] * sizes[l + 1]].reshape((sizes[l], sizes[l + 1]))
-        o = off[l, bcol]
-        bias = theta[o : o + sizes[l + 1]]
+        M = matrix(theta, off, sizes, l, wcol)
+        bias = vector(theta, off, sizes, l, bcol)
         k = 2.0 if (doubled and l < L - 1) else 1.0
         out = layer(act, hcum, n, l)
         if l == 0:
@@ -291,7 +312,7 @@ def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, sca
 def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
     """`Z [n, C] = sum_l v^l @ U^l + d` (overwrites `Z`)."""
     L = sizes.shape[0] - 1
-    d = theta[off[L, 1] : off[L, 1] + n_classes]
+    d = borrow(theta, off[L, 1], (n_classes,))
     for r in range(n):
         for k in range(n_classes):
             Z[r, k] = d[k]
@@ -353,7 +374,7 @@ def discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, n_classes,
     for r in range(n):
         for k in range(n_classes):
             G[r, k] = wrow[r] * (P[r, k] - T[r, k])
-    gd = grad[off[L, 1] : off[L, 1] + n_classes]
+    gd = borrow(grad, off[L, 1], (n_classes,))
     for r in range(n):
         for k in range(n_classes):
             gd[k] += G[r, k]

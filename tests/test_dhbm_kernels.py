@@ -71,6 +71,19 @@ def test_proba_matches_reference(kind, mf_steps):
     np.testing.assert_allclose(P, expected, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
+@pytest.mark.parametrize("scale", [1.0, 0.6])
+def test_one_row_proba_matches_reference(kind, scale):
+    # River's per-instance predictions: plain loops instead of BLAS, same numbers to round-off
+    rng, sizes, off, hcum, theta, X = _setup()
+    expected = ref.proba(X, theta, sizes, 3, off, kind, scale, 0)
+    act = np.full(hcum[-1], np.nan)  # scratch: nothing of it is read before it is written
+    for i in range(len(X)):
+        P = np.full((1, 3), np.nan)
+        DK.dhbm_proba_row(X[i : i + 1], theta, off, sizes, hcum, 3, kind, scale, act, P)
+        np.testing.assert_allclose(P[0], expected[i], rtol=RTOL, atol=ATOL)
+
+
 CASES = [
     # estimator, kind, dropout, hard, mf_steps, labels
     (DK.MF, K.SIGMOID, 0.0, False, 1, [0, -1, 2, -1, -1, 1]),

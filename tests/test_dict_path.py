@@ -67,6 +67,49 @@ def test_predicting_before_learning_the_same_dict_changes_nothing(name):
 
 
 @pytest.mark.parametrize("name", MODELS)
+def test_learning_the_dict_just_predicted_does_not_check_it_again(name, monkeypatch):
+    X, y, labeled = _rows()
+    model, expected = MODELS[name](), MODELS[name]()
+    for row, label in zip(X[:10], y[:10]):
+        for m in (model, expected):
+            m.learn_one(dict(enumerate(row.tolist())), label)
+    x = dict(enumerate(X[10].tolist()))
+    model.predict_one(x)
+    checks = []
+    monkeypatch.setattr(model, "_plain_values", lambda x: checks.append(x))
+    model.learn_one(dict(x), y[10])  # River's loop learns a copy of the dict it predicted
+    assert checks == []
+    expected.learn_one(x, y[10])
+    _assert_same(model, expected)
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("between", ["learn_one", "learn_arrays", "learn_many"])
+def test_learning_in_between_forgets_the_predicted_row(name, between):
+    # the predicted row waits in the buffer's next slot: any learning overwrites that slot
+    import pandas as pd
+
+    X, y, labeled = _rows()
+    model, expected = MODELS[name](), MODELS[name]()
+    for row, label in zip(X[:9], y[:9]):
+        for m in (model, expected):
+            m.learn_one(dict(enumerate(row.tolist())), label)
+    x = dict(enumerate(X[9].tolist()))
+    model.predict_one(x)
+    for m in (model, expected):
+        if between == "learn_one":
+            m.learn_one(dict(enumerate(X[10].tolist())), y[10])
+        elif between == "learn_arrays":
+            m.learn_arrays(X[10:12], np.array(y[10:12], dtype=object))
+        else:
+            m.learn_many(pd.DataFrame(X[10:12]), pd.Series(y[10:12]))
+        m.learn_one(dict(x), y[9])  # after two rows in between, this fills the mini-batch
+    _assert_same(model, expected)  # the update learnt x, not what was in its slot
+    if model._n_buf:
+        np.testing.assert_array_equal(model._X_buf[model._n_buf - 1], X[9])
+
+
+@pytest.mark.parametrize("name", MODELS)
 def test_packed_fast_path_learns_what_the_general_loop_learns(name):
     # keys in reverse order take the general loop, in the model's order the packed fast path
     X, y, labeled = _rows(seed=1)
