@@ -97,28 +97,41 @@ def make_stream(setup: str):
 
 def _dict_checks_only():
     """A River classifier doing the part of our models' dict path that comes before any
-    arithmetic: `predict_one` and `learn_one` read and check each dict exactly as theirs do
-    (`_plain_values`), then stop. Its cost bounds from below what any exact dict path of
-    these models can cost."""
+    arithmetic, exactly as theirs: `predict_one` checks the dict (`_plain_values`) and packs
+    it into a buffer slot (`_row`), `learn_one` recognises the dict just predicted
+    (`_is_staged`). Its cost bounds from below what any exact dict path of these models can
+    cost."""
+    import numpy as np
     from river import base
 
     from river_dhbm.base import HybridClassifier, _canonical_order
 
     class DictChecksOnly(base.Classifier):
+        _n_buf = 0
+        # our models' own code, not a copy of it
+        _plain_values = HybridClassifier._plain_values
+        _vector_general = HybridClassifier._vector_general
+        _check_value = HybridClassifier._check_value
+        _row = HybridClassifier._row
+        _is_staged = HybridClassifier._is_staged
+
         def __init__(self):
             self._features = None
-
-        def _check(self, x):
-            if self._features is None:
-                self._features = _canonical_order(x)
-            if HybridClassifier._plain_values(self, x) is None:
-                raise ValueError("the bench streams yield plain finite numbers")
+            self._feature_index = {}
+            self._staged = None
 
         def predict_one(self, x, **kwargs):
-            self._check(x)
+            if self._features is None:
+                self._features = _canonical_order(x)
+                self._X_buf = np.zeros((1, len(self._features)))
+            self._row(x)
+            if self._staged is None:
+                raise ValueError("the bench streams yield plain finite numbers")
 
         def learn_one(self, x, y=None, **kwargs):
-            self._check(x)
+            if not self._is_staged(x):
+                raise ValueError("River's loop learns the dict it just predicted")
+            self._staged = None
 
     return DictChecksOnly()
 
