@@ -261,8 +261,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         return values if math.isfinite(total) else None
 
     def _is_staged(self, x: dict) -> bool:
-        """Whether `x` holds the values of the dict `_row` packed last, under the same keys
-        (equal as numbers: `1` and `1.0` pack alike; a NaN is never staged)."""
+        """Whether `x` holds the values of the dict `_row` packed last, under the same keys.
+        Values compare as numbers: `1` and `1.0` pack alike, `0.0` and `-0.0` do not (the slot
+        keeps the predicted dict's sign of zero); a NaN is never staged."""
         staged = self._staged
         return staged is not None and list(x.values()) == staged and list(x) == self._features
 

@@ -386,7 +386,10 @@ class DHBM(HybridClassifier):
         if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
             return super()._test_then_train_run(X, codes)
         n_batches = len(X) // self.batch_size
-        betas = np.array([self._beta_at(self.n_updates + b) for b in range(n_batches)])
+        if self.beta_schedule is None:
+            betas = np.full(n_batches, float(self.beta))
+        else:
+            betas = np.array([self._beta_at(self.n_updates + b) for b in range(n_batches)])
         predicted = np.empty(len(X), dtype=np.int64)
         dhbm_kernels.dhbm_test_then_train(
             X, codes, betas, self.n_updates + 1, predicted, self._theta, self._grad, self._off,
