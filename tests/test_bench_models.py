@@ -50,6 +50,27 @@ def test_ratios_against_the_peers(rows):
     assert by["nochange", "progressive_val_score"]["vs_loop"] == 1.0
 
 
+def test_ratio_targets_use_back_to_back_pairs(rows, monkeypatch):
+    by = {(r["model"], r["route"]): r for r in rows}
+    arrays, dicts = by["dhbm-mf", "prequential"], by["dhbm-mf", "progressive_val_score"]
+    assert arrays["paired_vs_logreg"] > 1  # the array path is faster than River's LogReg
+    assert dicts["paired_vs_loop"] > 1  # the dict path costs more than River's bare loop
+    assert "paired_vs_logreg" not in by["logreg", "prequential"]
+    found = {c["name"]: c for c in bench.targets(rows)}
+    (ratio,) = [c for n, c in found.items() if "10x LogisticRegression" in n]
+    assert ratio["value"] == f"{arrays['paired_vs_logreg']:.1f}x"
+    assert f"ratio of the medians of the main repeats is {arrays['vs_logreg']:.2f}x" in (
+        ratio["detail"])
+    (cost,) = [c for n, c in found.items() if "dict path" in n]
+    assert cost["value"] == f"{dicts['paired_vs_loop']:.1f}x"
+    # each pair is one run of each entry, one right after the other, alternating which first
+    order = []
+    monkeypatch.setattr(bench, "run_once", lambda e, n, *a: order.append(e.model) or {"cpu": 1.0})
+    bench._add_paired_ratios([dict(arrays)], list(bench.entries(("led",), ("dhbm-mf", "logreg"),
+                                                                 ("default",))), 100, 3)
+    assert order == ["dhbm-mf", "logreg", "logreg", "dhbm-mf", "dhbm-mf", "logreg"]
+
+
 def test_table_and_targets(rows):
     table = bench.format_table(rows).splitlines()
     assert len(table) == 2 + len(rows)
