@@ -628,7 +628,13 @@ def report(rows, startup, checks, command: str) -> str:
     ]
     if startup:
         parts += ["", "Fresh process (DHBM-MF on LED):", "", format_startup(startup)]
-    parts += ["", "Targets (issue 6):", "", format_targets(checks), ""]
+    parts += [
+        "", "Targets (issue 6):", "",
+        f"The two ratio targets are the median over {reps} pairs of runs back to back (in "
+        "alternating order): the table's ratio of medians compares runs up to a minute apart, "
+        "and the machine's speed drifts by a third in that time.",
+        "", format_targets(checks), "",
+    ]
     return "\n".join(parts)
 
 
