@@ -347,15 +347,15 @@ def bench_models(
             }
         )
     _add_ratios(rows)
-    _add_paired_ratios(rows, todo, n_instances, repeats)
+    _add_paired_ratios(rows, todo, n_instances, 3 * repeats)
     return rows
 
 
 def _add_paired_ratios(rows: list[dict], todo: list[Entry], n_instances: int,
-                       repeats: int) -> None:
+                       pairs: int) -> None:
     """The two ratio targets once more, from runs back to back: `paired_vs_logreg` on
     DHBM-MF's array-path row (its CPU rate over LogisticRegression's) and `paired_vs_loop` on
-    its dict-path row (its CPU time over River's loop's), each the median over `repeats`
+    its dict-path row (its CPU time over River's loop's), each the median over `pairs`
     pairs run one right after the other, in alternating order. The machine's speed drifts by
     a third from minute to minute and the main repeats run the two entries up to a minute
     apart; a pair shares the machine's state, so its ratio is the steadier estimate."""
@@ -372,7 +372,7 @@ def _add_paired_ratios(rows: list[dict], todo: list[Entry], n_instances: int,
         if peer not in todo:
             continue
         ratios = []
-        for r in range(repeats):
+        for r in range(pairs):
             pair = (ours, peer) if r % 2 == 0 else (peer, ours)
             cpu = {e: run_once(e, n_instances)["cpu"] for e in pair}
             # a rate ratio is the inverse ratio of CPU times; a cost ratio is the ratio itself
@@ -630,7 +630,7 @@ def report(rows, startup, checks, command: str) -> str:
         parts += ["", "Fresh process (DHBM-MF on LED):", "", format_startup(startup)]
     parts += [
         "", "Targets (issue 6):", "",
-        f"The two ratio targets are the median over {reps} pairs of runs back to back (in "
+        f"The two ratio targets are the median over {3 * reps} pairs of runs back to back (in "
         "alternating order): the table's ratio of medians compares runs up to a minute apart, "
         "and the machine's speed drifts by a third in that time.",
         "", format_targets(checks), "",
