@@ -321,11 +321,9 @@ class DHBM(HybridClassifier):
     def _add_class(self) -> None:
         C = len(self._classes)
         self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C)
-        if self._moments.size:
-            self._moments = np.concatenate([
-                kernels.regrow_classes(half, self._sizes, C - 1, C)
-                for half in np.split(self._moments, 2)
-            ])
+        if self._moments.size:  # first and second moments, regrown together
+            halves = self._moments.reshape(2, -1)
+            self._moments = kernels.regrow_classes(halves, self._sizes, C - 1, C).ravel()
         self._off = kernels.param_layout(self._sizes, C)
         self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1))])
         self._alloc_work()

@@ -58,7 +58,12 @@ COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 
 def param_layout(sizes, n_classes: int) -> np.ndarray:
     """Offsets table `[L + 1, 5]` int64 of the flat parameter buffer (see module docstring)."""
-    sizes = [int(s) for s in sizes]
+    return _layout(tuple(int(s) for s in sizes), int(n_classes)).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(sizes: tuple, n_classes: int) -> np.ndarray:
+    """`param_layout`, cached (every new class of a stream asks for two of them)."""
     L = len(sizes) - 1
     off = np.full((L + 1, 5), -1, dtype=np.int64)
     pos = 0
@@ -78,6 +83,7 @@ def param_layout(sizes, n_classes: int) -> np.ndarray:
     off[L, 1] = pos
     pos += n_classes
     off[L, 2] = pos
+    off.flags.writeable = False
     return off
 
 
@@ -88,11 +94,21 @@ def hidden_offsets(sizes) -> np.ndarray:
 
 def regrow_classes(theta: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarray:
     """A buffer for `n_new` classes holding the values of `theta` (laid out for `n_old`);
-    new label-weight columns and class biases are 0."""
+    new label-weight columns and class biases are 0. `theta` may also be a stack `[k, size]`
+    of such buffers (e.g. Adam's two moments), regrown together."""
     index, size = _regrow_index(tuple(int(s) for s in sizes), n_old, n_new)
-    out = np.zeros(size)
-    out[index] = theta
-    return out
+    rows = np.ascontiguousarray(theta, dtype=np.float64).reshape(-1, theta.shape[-1])
+    out = np.zeros((rows.shape[0], size))
+    _scatter_columns(rows, index, out)
+    return out.reshape(theta.shape[:-1] + (size,))
+
+
+@njit(**_JIT)
+def _scatter_columns(src, index, out):
+    """`out[:, index] = src` as a plain loop (numpy's fancy assignment is ~10x slower)."""
+    for k in range(src.shape[0]):
+        for i in range(index.shape[0]):
+            out[k, index[i]] = src[k, i]
 
 
 @functools.lru_cache(maxsize=64)

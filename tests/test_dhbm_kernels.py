@@ -59,6 +59,11 @@ def test_layout_is_dense_and_regrow_keeps_values():
         np.testing.assert_array_equal(b[:, 2], 0.0)
     np.testing.assert_array_equal(P_new["c"], P_old["c"])
     np.testing.assert_array_equal(P_new["d"], [*P_old["d"], 0.0])
+    # a stack of buffers (Adam's two moments) regrows row by row, and layouts are not shared
+    stacked = K.regrow_classes(np.stack([theta, -theta]), sizes, 2, 3)
+    np.testing.assert_array_equal(stacked, np.stack([grown, -grown]))
+    off[0, 0] = -7
+    assert K.param_layout(sizes, 2)[0, 0] == 0
 
 
 @pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
