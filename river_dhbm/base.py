@@ -161,6 +161,10 @@ class HybridClassifier(base.MiniBatchClassifier):
       in the predictions even before the mini-batch that holds it is learnt.
     - Instances wait in a buffer until `batch_size` of them trigger one update; the buffer
       is part of the model's state (it survives pickling and cloning copies nothing of it).
+    - River's loops predict an instance, then learn it: `predict_one` leaves the checked
+      values in the buffer's next free slot, and `learn_one` of a dict with the same keys and
+      values takes them from there without checking them again. Predicting changes nothing
+      that is pickled.
 
     """
 
