@@ -66,13 +66,19 @@ def test_predicting_before_learning_the_same_dict_changes_nothing(name):
     _assert_same(mutated, expected)
 
 
+def _twins(name, X, y, n):
+    """Two copies of model `name` that learnt the first `n` rows."""
+    twins = MODELS[name](), MODELS[name]()
+    for row, label in zip(X[:n], y[:n]):
+        for m in twins:
+            m.learn_one(dict(enumerate(row.tolist())), label)
+    return twins
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_learning_the_dict_just_predicted_does_not_check_it_again(name, monkeypatch):
     X, y, labeled = _rows()
-    model, expected = MODELS[name](), MODELS[name]()
-    for row, label in zip(X[:10], y[:10]):
-        for m in (model, expected):
-            m.learn_one(dict(enumerate(row.tolist())), label)
+    model, expected = _twins(name, X, y, 10)
     x = dict(enumerate(X[10].tolist()))
     model.predict_one(x)
     checks = []
@@ -90,10 +96,7 @@ def test_learning_in_between_forgets_the_predicted_row(name, between):
     import pandas as pd
 
     X, y, labeled = _rows()
-    model, expected = MODELS[name](), MODELS[name]()
-    for row, label in zip(X[:9], y[:9]):
-        for m in (model, expected):
-            m.learn_one(dict(enumerate(row.tolist())), label)
+    model, expected = _twins(name, X, y, 9)
     x = dict(enumerate(X[9].tolist()))
     model.predict_one(x)
     for m in (model, expected):
