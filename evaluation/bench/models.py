@@ -362,8 +362,7 @@ def _add_paired_ratios(rows: list[dict], todo: list[Entry], n_instances: int,
     for row in rows:
         if row["model"] != "dhbm-mf" or row["settings"] != "default":
             continue
-        ours = next(e for e in todo if (e.setup, e.model, e.settings, e.route) == (
-            row["setup"], "dhbm-mf", "default", row["route"]))
+        ours = Entry(row["setup"], "dhbm-mf", "default", row["route"])
         if row["route"] == "prequential":
             key, peer = "paired_vs_logreg", Entry(row["setup"], "logreg", "", "prequential")
         else:
