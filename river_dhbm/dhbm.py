@@ -404,10 +404,7 @@ class DHBM(HybridClassifier):
         n = X.shape[0]
         if n == 1:  # the kernel of `predict_proba_one`: one row gives one answer on every path
             P = np.empty((1, len(self._classes)))
-            dhbm_kernels.dhbm_proba_row(
-                X, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
-                self._kind, 1.0 - self.dropout, self._pred_act, P,
-            )
+            self._proba_one(X, P)
             return P
         act = np.empty(n * int(self._hcum[-1]))
         zbuf = np.empty(n * int(self._sizes.max()))
@@ -422,11 +419,15 @@ class DHBM(HybridClassifier):
         # one row with every buffer preallocated (the output in the scratch `_work`, which is
         # rebuilt when a class is added): the prediction of River's per-instance loop
         P = self._one_row_output()
+        self._proba_one(row, P)
+        return P[0].tolist()
+
+    def _proba_one(self, row: np.ndarray, P: np.ndarray) -> None:
+        """`p(y | x)` of one row `[1, d]` into `P [1, C]` (plain loops: `dhbm_proba_row`)."""
         dhbm_kernels.dhbm_proba_row(
             row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
             1.0 - self.dropout, self._pred_act, P,
         )
-        return P[0].tolist()
 
     def _one_row_output(self) -> np.ndarray:
         """The `[1, C]` output of a one-row prediction, kept in the scratch `_work` (rebuilt
