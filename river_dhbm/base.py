@@ -9,7 +9,8 @@ arrays:
 - `_update(X, y)`: ONE learning step on a full mini-batch, `X` float64 `[batch_size, d]`,
   `y` int64 `[batch_size]` holding class indices, `-1` for unlabeled rows;
 - `_proba(X)`: `p(y | x)` as float64 `[n, n_classes]` (only called once a class is known);
-  `_proba_row(row)` (optional) does it for one row `[1, d]` with less per-call overhead.
+  `_proba_row(row)` and `_predict_row(row)` (optional) do it, and the argmax, for one row
+  `[1, d]` with less per-call overhead.
 
 Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
 its whole input before it changes any state, so a rejected call leaves the model as it was.
@@ -248,19 +249,21 @@ class HybridClassifier(base.MiniBatchClassifier):
         """The values of `x` when it holds exactly the known features, in their order, as
         finite plain numbers (what the streams yield), else None (the general loop decides).
 
-        One C-level pass per check instead of a Python loop over the features: a NaN or inf
-        anywhere makes the sum non-finite, and anything unusual (a bool, an int beyond float
-        range, huge values whose sum overflows) is left to the loop, which says what is wrong.
+        One C-level pass instead of a Python loop over the features: the sum fails on a
+        non-number, a NaN or inf anywhere makes it non-finite, and it stays an exact `float`
+        only over Python's floats, ints and bools (other types: one look at their types).
+        Anything unusual (an int beyond float range, huge values whose sum overflows, an
+        object that adds oddly) is left to the loop, which says what is wrong.
         """
         features = self._features
         if features is None or len(x) != len(features) or list(x) != features:
             return None
         values = list(x.values())
-        if not _PLAIN_NUMBERS.issuperset(map(type, values)):
-            return None
         try:
             total = sum(values, 0.0)
-        except OverflowError:
+        except Exception:
+            return None
+        if type(total) is not float and not _PLAIN_NUMBERS.issuperset(map(type, values)):
             return None
         return values if math.isfinite(total) else None
 
@@ -572,9 +575,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
         if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
             return super().predict_one(x, **kwargs)
-        p = self._proba_row(self._row(x))
-        # the first maximum, as max(proba, key=proba.get) picks it
-        return self._classes[p.index(max(p))]
+        return self._classes[self._predict_row(self._row(x))]
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
@@ -616,6 +617,13 @@ class HybridClassifier(base.MiniBatchClassifier):
         """`p(y | x)` of one validated row float64 `[1, d]` as a list (models may override it
         with a cheaper one-row call)."""
         return self._proba(row)[0].tolist()
+
+    def _predict_row(self, row: np.ndarray) -> int:
+        """The class index `predict_one` answers for one validated row `[1, d]`: the first
+        maximum of `_proba_row`, as `max(proba, key=proba.get)` picks it (models may override
+        it to skip the list)."""
+        p = self._proba_row(row)
+        return p.index(max(p))
 
 
 _PREDICT_PROBA_ONE = HybridClassifier.predict_proba_one

@@ -422,9 +422,13 @@ class DHBM(HybridClassifier):
         self._proba_one(row, P)
         return P[0].tolist()
 
-    def _proba_one(self, row: np.ndarray, P: np.ndarray) -> None:
-        """`p(y | x)` of one row `[1, d]` into `P [1, C]` (plain loops: `dhbm_proba_row`)."""
-        dhbm_kernels.dhbm_proba_row(
+    def _predict_row(self, row: np.ndarray) -> int:
+        return self._proba_one(row, self._one_row_output())
+
+    def _proba_one(self, row: np.ndarray, P: np.ndarray) -> int:
+        """`p(y | x)` of one row `[1, d]` into `P [1, C]` (plain loops: `dhbm_proba_row`);
+        returns the index of its first maximum."""
+        return dhbm_kernels.dhbm_proba_row(
             row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
             1.0 - self.dropout, self._pred_act, P,
         )

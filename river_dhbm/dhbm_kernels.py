@@ -372,7 +372,8 @@ def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
     """`dhbm_proba` of ONE row `X [1, D]` (no mean-field refinement) into `P [1, C]`, in
     plain loops: for one row the calls into BLAS and the views cost several times the
     arithmetic (River's per-instance predictions). `act` flat `>= hcum[L]`. Sums run in the
-    order of the inputs, so the result matches `dhbm_proba` to round-off, not bitwise."""
+    order of the inputs, so the result matches `dhbm_proba` to round-off, not bitwise.
+    Returns the index of the first largest probability (`predict_one`'s answer)."""
     L = sizes.shape[0] - 1
     for l in range(L):
         fan_in, H = sizes[l], sizes[l + 1]
@@ -400,3 +401,8 @@ def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
             for c in range(n_classes):
                 z[c] += a * U[j, c]
     softmax_rows(P)
+    best = 0
+    for c in range(1, n_classes):
+        if z[c] > z[best]:
+            best = c
+    return best

@@ -299,9 +299,11 @@ class SBEN(DHBM):
             w["P"], w["T"], w["Y"], w["wrow"], w["wdisc"], w["reps"],
         )
 
-    # the stack's update does not start with its prediction's pass (unlike the DHBM's)
+    # the stack's update does not start with its prediction's pass (unlike the DHBM's), and its
+    # one-row prediction is its own (`_proba_row`), not the DHBM's kernel
     _predict_update = HybridClassifier._predict_update
     _test_then_train_run = HybridClassifier._test_then_train_run
+    _predict_row = HybridClassifier._predict_row
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n, C = X.shape[0], len(self._classes)

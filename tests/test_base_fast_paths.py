@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -21,6 +24,8 @@ def _fitted():
     [
         {"a": 0.5, "b": 1.0, "c": -2.0},  # the fast path
         {"a": 1, "b": np.int64(2), "c": np.float32(0.1)},  # plain numbers of other types
+        {"a": np.float64(0.5), "b": 1.0, "c": 2.0},  # numpy's float: the sum is not a `float`
+        {"a": Fraction(1, 3), "b": 1.0, "c": 0.0},  # a Real that is not a float: the sum is
         {"a": True, "b": 1.0, "c": 0.0},  # bool: the general loop
         {"c": 0.5, "b": 1.0, "a": -2.0},  # another order
         {"a": 0.5, "b": 1.0},  # a missing feature
@@ -40,7 +45,8 @@ def test_row_fast_path_matches_the_loop(x):
 @pytest.mark.parametrize(
     "value, error",
     [(float("nan"), ValueError), (float("inf"), ValueError), ("1.0", TypeError),
-     (10**400, OverflowError)],
+     (10**400, OverflowError), (None, TypeError), (1j, TypeError), (Decimal("1.5"), TypeError),
+     (np.array(0.5), TypeError), (np.float64("nan"), ValueError)],
 )
 def test_row_fast_path_rejects_bad_values(value, error):
     model = _fitted()

@@ -85,8 +85,18 @@ def test_one_row_proba_matches_reference(kind, scale):
     act = np.full(hcum[-1], np.nan)  # scratch: nothing of it is read before it is written
     for i in range(len(X)):
         P = np.full((1, 3), np.nan)
-        DK.dhbm_proba_row(X[i : i + 1], theta, off, sizes, hcum, 3, kind, scale, act, P)
+        best = DK.dhbm_proba_row(X[i : i + 1], theta, off, sizes, hcum, 3, kind, scale, act, P)
         np.testing.assert_allclose(P[0], expected[i], rtol=RTOL, atol=ATOL)
+        assert best == P[0].tolist().index(max(P[0]))  # predict_one's answer: the first maximum
+
+
+def test_one_row_prediction_is_the_first_maximum():
+    # ties (here: all-zero weights, so every class has the same probability) go to the first
+    rng, sizes, off, hcum, theta, X = _setup()
+    act, P = np.zeros(hcum[-1]), np.zeros((1, 3))
+    zero = np.zeros_like(theta)
+    assert DK.dhbm_proba_row(X[:1], zero, off, sizes, hcum, 3, K.SIGMOID, 1.0, act, P) == 0
+    np.testing.assert_allclose(P[0], 1 / 3)
 
 
 CASES = [
