@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pytest
 
 from evaluation import cli
@@ -81,14 +84,32 @@ def test_table_and_targets(rows):
     assert not any("reproduce" in n for n in names)  # needs the paper settings of all models
 
 
-def test_the_dict_path_floor_is_measured_beside_the_target():
-    rows = bench.bench_models(models=("dhbm-mf", "nochange", "checks"), split=False, **TINY)
-    checks = [r for r in rows if r["model"] == "checks"]
-    assert [(r["route"], r["loop"]) for r in checks] == [("progressive_val_score", "dicts")]
-    assert checks[0]["vs_loop"] > 1  # reading and checking dicts costs something
+@pytest.mark.parametrize("floor, what", [("checks", "checks alone"),
+                                         ("predict", "checks and one-row predictions")])
+def test_the_dict_path_floor_is_measured_beside_the_target(floor, what):
+    rows = bench.bench_models(models=("dhbm-mf", "nochange", floor), split=False, **TINY)
+    floors = [r for r in rows if r["model"] == floor]
+    assert [(r["route"], r["loop"]) for r in floors] == [("progressive_val_score", "dicts")]
+    assert floors[0]["vs_loop"] > 1  # reading and checking dicts costs something
     (target,) = [c for c in bench.targets(rows) if "dict path" in c["name"]]
     arrays = next(r for r in rows if (r["model"], r["route"]) == ("dhbm-mf", "prequential"))
-    assert f"{checks[0]['vs_loop'] + arrays['vs_loop']:.2f}x" in target["detail"]
+    assert f"{what} cost {floors[0]['vs_loop']:.2f}x" in target["detail"]
+    assert f"{floors[0]['vs_loop'] + arrays['vs_loop']:.2f}x" in target["detail"]
+
+
+def test_the_prediction_floor_predicts_as_the_model_does():
+    # the floor's predictions are DHBM-MF's own (fitted on the stream's prefix), and it learns
+    # nothing: its predictor is the same after River's loop
+    floor = bench.make_model(bench.Entry("led", "predict", "", "progressive_val_score"))
+    model = floor.predictor
+    assert model.n_updates == bench.PREDICTOR_PREFIX // bench.BATCH_SIZE
+    theta = model._theta.copy()
+    stream = bench.make_stream("led")
+    for x, y, kwargs in itertools.islice(stream, 50):
+        assert floor.predict_one(x, **kwargs) == model.predict_one(x)
+        floor.learn_one(x, y, **kwargs)
+    np.testing.assert_array_equal(model._theta, theta)
+    assert model.n_updates == bench.PREDICTOR_PREFIX // bench.BATCH_SIZE
 
 
 def test_reproduce_estimate():
