@@ -100,7 +100,7 @@ def make_stream(setup: str):
     return registry.masked_stream(name, STREAM_SEED, LABEL_RATIO, LABEL_BATCH, MASK_SEED)
 
 
-def _dict_checks_only(predictor=None):
+def _dict_path_floor(predictor=None):
     """A River classifier doing the part of our models' dict path that comes before any
     learning, exactly as theirs: `predict_one` checks the dict (`_plain_values`) and packs
     it into a buffer slot (`_row`), `learn_one` recognises the dict just predicted
@@ -113,7 +113,7 @@ def _dict_checks_only(predictor=None):
 
     from river_dhbm.base import HybridClassifier, _canonical_order
 
-    class DictChecksOnly(base.Classifier):
+    class DictPathFloor(base.Classifier):
         _n_buf = 0
         # our models' own code, not a copy of it
         _plain_values = HybridClassifier._plain_values
@@ -144,7 +144,7 @@ def _dict_checks_only(predictor=None):
                 raise ValueError("River's loop learns the dict it just predicted")
             checker._staged = None
 
-    return DictChecksOnly(predictor)
+    return DictPathFloor(predictor)
 
 
 def _fitted_predictor(setup: str):
@@ -166,7 +166,7 @@ def make_model(entry: Entry):
         _, hidden = SETUPS[entry.setup]
         return factory(hidden_sizes=hidden, batch_size=BATCH_SIZE, seed=MODEL_SEED, **fixed)
     if entry.model in FLOORS:  # they take every row, labeled or not, as ours do
-        return _dict_checks_only(_fitted_predictor(entry.setup) if entry.model == "predict"
+        return _dict_path_floor(_fitted_predictor(entry.setup) if entry.model == "predict"
                                  else None)
     from river import dummy, linear_model, multiclass, tree
 
