@@ -252,9 +252,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         One C-level pass instead of a Python loop over the features: the sum fails on a
         non-number, a NaN or inf anywhere makes it non-finite, and it stays an exact `float`
         only over Python's own numbers (floats, ints, bools, fractions); other types (numpy's
-        scalars among them) get one look at their types.
-        Anything unusual (an int beyond float range, huge values whose sum overflows, an
-        object that adds oddly) is left to the loop, which says what is wrong.
+        scalars among them) get one look at their types. Anything unusual (an int beyond float
+        range, huge values whose sum overflows, an object that adds oddly) is left to the loop,
+        which says what is wrong.
         """
         features = self._features
         if features is None or len(x) != len(features) or list(x) != features:

@@ -401,8 +401,4 @@ def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
             for c in range(n_classes):
                 z[c] += a * U[j, c]
     softmax_rows(P)
-    best = 0
-    for c in range(1, n_classes):
-        if z[c] > z[best]:
-            best = c
-    return best
+    return np.argmax(z)  # as the fused run's predictions (`dhbm_test_then_train`)

@@ -25,7 +25,7 @@ def _fitted():
         {"a": 0.5, "b": 1.0, "c": -2.0},  # the fast path
         {"a": 1, "b": np.int64(2), "c": np.float32(0.1)},  # plain numbers of other types
         {"a": np.float64(0.5), "b": 1.0, "c": 2.0},  # numpy's float: the sum is not a `float`
-        {"a": Fraction(1, 3), "b": 1.0, "c": 0.0},  # a Real that is not a float: the sum is
+        {"a": Fraction(1, 3), "b": 1.0, "c": 0.0},  # a Real that is not a float: the sum stays one
         {"a": True, "b": 1.0, "c": 0.0},  # bool: the general loop
         {"c": 0.5, "b": 1.0, "a": -2.0},  # another order
         {"a": 0.5, "b": 1.0},  # a missing feature
