@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import lfilter
+from numba import njit
 
 __all__ = ["PrequentialResult", "prequential", "takes_unlabeled"]
 
@@ -17,8 +17,8 @@ class _Curve:
     """Running faded and cumulative error with the recorded curve (eq. 18 of the paper).
 
     The faded sums follow `S_i = alpha S_(i-1) + L_i` and `W_i = alpha W_(i-1) + 1`, the error
-    being `S_i / W_i`; a block of losses is folded in at once by `scipy.signal.lfilter`, which
-    runs exactly that recursion in C (same operations, same rounding as one update at a time).
+    being `S_i / W_i`; a block of losses is folded in at once by a compiled loop (`_fold`)
+    doing exactly that recursion, with the rounding of one update at a time.
     """
 
     def __init__(self, n_instances: int, step: int, fading_factor: float):
@@ -34,25 +34,12 @@ class _Curve:
         self.n_recorded = 0
 
     def fold(self, losses: np.ndarray) -> None:
-        m = len(losses)
-        if m == 0:
-            return
-        den = [1.0, -self.alpha]
-        S = lfilter([1.0], den, losses, zi=[self.alpha * self.loss_sum])[0]
-        W = lfilter([1.0], den, np.ones(m), zi=[self.alpha * self.weight_sum])[0]
-        first = self.step - self.position % self.step - 1  # index of the first recorded row
-        at = np.arange(first, m, self.step)
-        if len(at):
-            k = self.n_recorded
-            self.positions[k : k + len(at)] = self.position + at + 1
-            self.faded[k : k + len(at)] = S[at] / W[at]
-            self.errors[k : k + len(at)] = (self.n_errors + np.cumsum(losses)[at]) / (
-                self.position + at + 1
-            )
-            self.n_recorded += len(at)
-        self.loss_sum, self.weight_sum = float(S[-1]), float(W[-1])
-        self.n_errors += float(losses.sum())
-        self.position += m
+        losses = np.ascontiguousarray(losses, dtype=np.float64)
+        self.loss_sum, self.weight_sum, self.n_errors, self.n_recorded = _fold(
+            losses, self.alpha, self.loss_sum, self.weight_sum, self.n_errors, self.position,
+            self.step, self.positions, self.faded, self.errors, self.n_recorded,
+        )
+        self.position += len(losses)
 
     def finish(self) -> None:
         """Record the last position when the run does not end on a multiple of `step`."""
@@ -61,6 +48,25 @@ class _Curve:
             self.faded[self.n_recorded] = self.loss_sum / self.weight_sum
             self.errors[self.n_recorded] = self.n_errors / self.position
             self.n_recorded += 1
+
+
+@njit(cache=True)  # no fastmath: no fused multiply-add, the rounding of one update at a time
+def _fold(losses, alpha, loss_sum, weight_sum, n_errors, position, step, positions, faded,
+          errors, n_recorded):
+    """`_Curve.fold`'s recursion over `losses`, recording every `step`-th position into
+    `positions, faded, errors` from index `n_recorded` on. Returns the new sums and count."""
+    k = n_recorded
+    for i in range(losses.shape[0]):
+        loss_sum = alpha * loss_sum + losses[i]
+        weight_sum = alpha * weight_sum + 1.0
+        n_errors += losses[i]
+        position += 1
+        if position % step == 0:
+            positions[k] = position
+            faded[k] = loss_sum / weight_sum
+            errors[k] = n_errors / position
+            k += 1
+    return loss_sum, weight_sum, n_errors, k
 
 
 @dataclass

@@ -309,10 +309,14 @@ class DHBM(HybridClassifier):
             act=np.zeros(n * A), mu=np.zeros(n * A), neg=np.zeros(n * A), delta=np.zeros(n * A),
             zbuf=np.zeros(wide), xrec=np.zeros((n, D)), P=np.zeros((n, C)), T=np.zeros((n, C)),
             Y=np.zeros((n, C)), wrow=np.zeros(n), wdisc=np.zeros(n),
+            # the weights' transposes, rebuilt by every update (`kernels.transpose_weights`)
+            mirror=np.zeros_like(self._theta),
         )
         self._pred_act = np.zeros(A)
 
-    _WORK_ORDER = ("act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc")
+    _WORK_ORDER = (
+        "act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror",
+    )
 
     def _work_arrays(self) -> list:
         """The work arrays in the order `dhbm_update` (and `dhbm_test_then_train`) take them."""

@@ -21,8 +21,8 @@ from river_dhbm.kernels import (
     BOUNDED_RELU,
     SIGMOID,
     activate,
-    add_transposed,
     borrow,
+    borrowed,
     discriminative_delta,
     forward_net,
     joint_proba,
@@ -34,6 +34,8 @@ from river_dhbm.kernels import (
     net_backward,
     sigmoid,
     softmax_rows,
+    times_transposed,
+    transpose_weights,
     vector,
 )
 
@@ -65,13 +67,15 @@ def add_rows(A, w, scale, out):
 
 
 @njit(**_JIT)
-def mean_field_sweep(X, mu, T, theta, off, sizes, hcum, n_classes, kind, mask, scale, zbuf):
+def mean_field_sweep(X, mu, T, theta, theta_t, off, sizes, hcum, n_classes, kind, mask, scale,
+                     zbuf):
     """One bottom-up (Gauss-Seidel) sweep of the hidden mean-field equations, in place.
 
     `mu^l <- scale * mask^l * phi(mu^{l-1} W^l + mu^{l+1} W^{l+1}^T + T U^l^T + b^l)` for
     `l = 1..L` with `mu^0 = X [n, D]` clamped and label activities `T [n, C]` clamped; each
     layer uses the freshly updated layer below and the previous value of the layer above.
-    `mu, mask` flat like the activities (`mask` may be empty); `zbuf` flat work `>= n * max H`.
+    `mu, mask` flat like the activities (`mask` may be empty); `zbuf` flat work `>= n * max H`;
+    `theta_t` the transposed mirror of `theta` or empty (`kernels.times_transposed`).
     """
     n = X.shape[0]
     L = sizes.shape[0] - 1
@@ -81,7 +85,7 @@ def mean_field_sweep(X, mu, T, theta, off, sizes, hcum, n_classes, kind, mask, s
         z = borrow(zbuf, 0, (n, H))
         below = X if l == 0 else layer(mu, hcum, n, l - 1)
         above = layer(mu, hcum, n, l + 1) if l < L - 1 else below
-        mean_field_input(below, above, T, theta, off, sizes, l, n_classes, z)
+        mean_field_input(below, above, T, theta, theta_t, off, sizes, l, n_classes, z)
         out = layer(mu, hcum, n, l)
         m = layer(mask, hcum, n, l) if use_mask else out
         for r in range(n):
@@ -93,15 +97,16 @@ def mean_field_sweep(X, mu, T, theta, off, sizes, hcum, n_classes, kind, mask, s
 
 
 @njit(**_JIT)
-def reconstruct(H1, theta, off, sizes, xrec):
-    """Visible mean-field `xrec [n, D] = sigmoid(h^1 W^1^T + c)` (visible units are logistic)."""
+def reconstruct(H1, theta, theta_t, off, sizes, xrec):
+    """Visible mean-field `xrec [n, D] = sigmoid(h^1 W^1^T + c)` (visible units are logistic;
+    `theta_t` the transposed mirror of `theta` or empty)."""
     L = sizes.shape[0] - 1
     n, D = xrec.shape
     c = borrow(theta, off[L, 0], (D,))
     for r in range(n):
         for i in range(D):
             xrec[r, i] = c[i]
-    add_transposed(H1, matrix(theta, off, sizes, 0, COL_W), xrec)
+    times_transposed(H1, theta, theta_t, off[0, COL_W], D, sizes[1], xrec, 1.0)
     for r in range(n):
         for i in range(D):
             xrec[r, i] = sigmoid(xrec[r, i])
@@ -134,8 +139,8 @@ def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
 
 
 @njit(**_JIT)
-def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, grad, off,
-              sizes, hcum, n_classes, kind, zbuf):
+def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, theta_t, grad,
+              off, sizes, hcum, n_classes, kind, zbuf):
     """Advance the `M` persistent particles by one block Gibbs sweep and subtract their
     (Rao-Blackwellised) statistics, each weighted `wneg`, from the likelihood gradient.
 
@@ -145,7 +150,8 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
     chain at equilibrium. Hidden samples: Bernoulli (sigmoid units, `noise_h` uniforms) or
     noisy ReLU `max(0, z + sqrt(sigmoid(z)) eps)` (`noise_h` standard normals); dropped units
     (`part_mask` 0) are 0. `part_x [M, D]`, `part_h` flat `[M * hcum[L]]`, `part_y [M, C]`
-    one-hot; `noise_v` uniforms `[M * D + M]`; `zbuf >= M * max(D, H)` work.
+    one-hot; `noise_v` uniforms `[M * D + M]`; `zbuf >= M * max(D, H)` work; `theta_t` the
+    transposed mirror of `theta` or empty.
     """
     M, D = part_x.shape
     L = sizes.shape[0] - 1
@@ -156,7 +162,7 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
         z = borrow(zbuf, 0, (M, H))
         below = part_x if l == 0 else layer(part_h, hcum, M, l - 1)
         above = layer(part_h, hcum, M, l + 1) if l < L - 1 else below
-        mean_field_input(below, above, part_y, theta, off, sizes, l, n_classes, z)
+        mean_field_input(below, above, part_y, theta, theta_t, off, sizes, l, n_classes, z)
         state = layer(part_h, hcum, M, l)
         eps = layer(noise_h, hcum, M, l)
         m = layer(part_mask, hcum, M, l) if use_mask else state
@@ -180,7 +186,7 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
         if n_classes > 0:
             add_outer(z, part_y, wvec, 1.0, label_weights(grad, off, sizes, l, n_classes))
     xp = borrow(zbuf, 0, (M, D))
-    reconstruct(layer(part_h, hcum, M, 0), theta, off, sizes, xp)
+    reconstruct(layer(part_h, hcum, M, 0), theta, theta_t, off, sizes, xp)
     add_rows(xp, wvec, 1.0, borrow(grad, off[L, 0], (D,)))
     for r in range(M):
         for i in range(D):
@@ -205,8 +211,8 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
 @njit(**_JIT)
 def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
                 lr, alpha, beta, disc_weight, hard, mask, part_x, part_h, part_y, part_mask,
-                noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, moments,
-                step):
+                noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t,
+                moments, step):
     """One learning step of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
 
     `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
@@ -227,12 +233,21 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
        or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
        `step >= 1`, see `adam_step`).
     Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
-    [n, D]`; `P, T, Y [n, C]`; `wrow, wdisc [n]`.
+    [n, D]`; `P, T, Y [n, C]`; `wrow, wdisc [n]`; `theta_t` of `theta`'s length for the
+    transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none.
     """
+    # the buffers as borrowed views: no reference counting in the calls below (`borrowed`)
+    theta, grad, theta_t = borrowed(theta), borrowed(grad), borrowed(theta_t)
+    moments, off, sizes, hcum = borrowed(moments), borrowed(off), borrowed(sizes), borrowed(hcum)
+    act, mu, neg, delta = borrowed(act), borrowed(mu), borrowed(neg), borrowed(delta)
+    zbuf, xrec, P, T, Y = borrowed(zbuf), borrowed(xrec), borrowed(P), borrowed(T), borrowed(Y)
+    wrow, wdisc = borrowed(wrow), borrowed(wdisc)
     n, D = X.shape
     L = sizes.shape[0] - 1
     A = n * hcum[L]
     C = n_classes
+    if theta_t.size > 0:
+        transpose_weights(theta, off, sizes, C, theta_t)
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
 
     n_lab = 0
@@ -266,7 +281,7 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     for i in range(A):
         mu[i] = act[i]
     for s in range(mf_steps):
-        mean_field_sweep(X, mu, T, theta, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
+        mean_field_sweep(X, mu, T, theta, theta_t, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
 
     # recognition network: KL towards the mean-field posterior + discriminative term
     for i in range(A):
@@ -274,29 +289,30 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     if mf_steps > 0:
         kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
     if C > 0 and disc_weight != 0.0:
-        discriminative_delta(act, n, P, T, wdisc, theta, off, sizes, hcum, C, kind, mask,
-                             delta, grad)
-    net_backward(X, act, delta, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, grad)
+        discriminative_delta(act, n, P, T, wdisc, theta, theta_t, off, sizes, hcum, C, kind,
+                             mask, delta, grad)
+    net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, COL_R, COL_RB, True, kind, mask,
+                 grad)
 
     # model: positive phase minus negative phase (as a loss gradient: negative minus positive)
     add_phase(X, mu, T, wrow, -1.0, grad, off, sizes, hcum, C, zbuf)
     if estimator == MF:
-        reconstruct(layer(mu, hcum, n, 0), theta, off, sizes, xrec)
+        reconstruct(layer(mu, hcum, n, 0), theta, theta_t, off, sizes, xrec)
         if C > 0 and mf_steps == 0:  # mu is the recognition pass: p(y | mu) is P
             Y[:, :] = P
         elif C > 0:
             joint_proba(mu, n, theta, off, sizes, hcum, C, Y)
         for i in range(A):
             neg[i] = mu[i]
-        mean_field_sweep(xrec, neg, Y, theta, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
+        mean_field_sweep(xrec, neg, Y, theta, theta_t, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
         add_phase(xrec, neg, Y, wrow, 1.0, grad, off, sizes, hcum, C, zbuf)
     else:
         wsum = 0.0
         for r in range(n):
             wsum += wrow[r]
         M = part_x.shape[0]
-        sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wsum / M, theta, grad,
-                  off, sizes, hcum, C, kind, zbuf)
+        sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wsum / M, theta, theta_t,
+                  grad, off, sizes, hcum, C, kind, zbuf)
 
     if moments.size > 0:
         adam_step(theta, grad, moments, lr, step)
@@ -310,7 +326,7 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
 def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, off, sizes, hcum,
                          n_classes, kind, mf_steps, lr, alpha, disc_weight, hard, part_x,
                          part_h, part_y, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                         wdisc, moments):
+                         wdisc, theta_t, moments):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
     dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0]` rows of `X`
     in turn, with `codes` as its `y`, `betas[b]` as the `beta` of block `b` and update number
@@ -323,7 +339,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
         dhbm_update(X[rows], codes[rows], theta, grad, off, sizes, hcum, n_classes, kind, MF,
                     mf_steps, lr, alpha, betas[b], disc_weight, hard, empty, part_x, part_h,
                     part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                    wdisc, moments, first_step + b)
+                    wdisc, theta_t, moments, first_step + b)
         for r in range(n):
             predicted[b * n + r] = np.argmax(borrow(P, r * P.shape[1], (P.shape[1],)))
 
@@ -363,7 +379,8 @@ def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, mf_steps, act
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, empty, scale, act)
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
     for s in range(mf_steps):
-        mean_field_sweep(X, act, P, theta, off, sizes, hcum, n_classes, kind, empty, scale, zbuf)
+        mean_field_sweep(X, act, P, theta, empty, off, sizes, hcum, n_classes, kind, empty, scale,
+                         zbuf)
         joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
 
 

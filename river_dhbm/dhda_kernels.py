@@ -65,6 +65,7 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes
     corrupt = kappa_x.size > 0
     use_mask = mask.size > 0
     no_labels = np.empty((n, 0))
+    no_mirror = np.empty(0)  # the products read the transposes from theta itself
     for r in range(n):
         for i in range(D):
             xhat[r, i] = X[r, i] * kappa_x[r, i] if corrupt else X[r, i]
@@ -75,7 +76,7 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes
         z = zbuf[: n * H].reshape((n, H))
         below = xhat if l == 0 else layer(below_hat, hcum, n, l - 1)
         above = layer(above_hat, hcum, n, l + 1) if l < L - 1 else below
-        mean_field_input(below, above, no_labels, theta, off, sizes, l, n_classes, z)
+        mean_field_input(below, above, no_labels, theta, no_mirror, off, sizes, l, n_classes, z)
         out = layer(mu, hcum, n, l)
         hat = layer(below_hat, hcum, n, l)
         k = layer(kappa_h, hcum, n, l) if corrupt else out
@@ -205,6 +206,7 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     T = np.zeros((n, C))
     wrow = np.zeros(n)
     wdisc = np.zeros(n)
+    no_mirror = np.empty(0)  # the products read the transposes from theta itself
 
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
     n_lab = 0
@@ -242,17 +244,18 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     # recognition network: KL towards the mean-field activities + discriminative term
     kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
     if C > 0 and disc_weight != 0.0:
-        discriminative_delta(act, n, P, T, wdisc, theta, off, sizes, hcum, C, kind, mask,
-                             delta, grad)
-    net_backward(X, act, delta, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, grad)
+        discriminative_delta(act, n, P, T, wdisc, theta, no_mirror, off, sizes, hcum, C, kind,
+                             mask, delta, grad)
+    net_backward(X, act, delta, theta, no_mirror, off, sizes, hcum, COL_R, COL_RB, True, kind,
+                 mask, grad)
 
     # model: output term and reconstructions, back-propagated into the encoders
     for i in range(A):
         delta[i] = 0.0
     if C > 0:
         joint_proba(mu, n, theta, off, sizes, hcum, C, P)
-        discriminative_delta(mu, n, P, T, wrow, theta, off, sizes, hcum, C, kind, mask, delta,
-                             grad)
+        discriminative_delta(mu, n, P, T, wrow, theta, no_mirror, off, sizes, hcum, C, kind, mask,
+                             delta, grad)
     reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, mse, mask,
                          xhat[:0], grad, delta)
     encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
@@ -335,6 +338,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
     P = np.empty((n, C))
     T = np.zeros((n, C))
     wrow = np.zeros(n)
+    no_mirror = np.empty(0)  # the products read the transposes from theta itself
     hsda_forward(X, theta, bases, offs, sizes, hcum, C, kind, mask, 1.0, act, P)
     n_lab = 0
     for r in range(n):
@@ -380,7 +384,8 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
         if C > 0:
             Pl = np.empty((n, C))
             joint_proba(mu, n, th, offs[l], sub, hc, C, Pl)
-            discriminative_delta(mu, n, Pl, T, wrow, th, offs[l], sub, hc, C, kind, m, delta, gr)
+            discriminative_delta(mu, n, Pl, T, wrow, th, no_mirror, offs[l], sub, hc, C, kind, m,
+                                 delta, gr)
         reconstruction_delta(mu, u, wrow, th, offs[l], sub, hc, kind, dec_kind, mse, m, in_mask,
                              gr, delta)
         encoder_backward(xhat, spare, spare, delta, n, sub, hc, offs[l], gr)

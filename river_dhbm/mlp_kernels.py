@@ -136,6 +136,7 @@ def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, b
     top_proba(act, n, theta, off, sizes, hcum, n_classes, P)
     top_softmax_delta(act, n, P, target, wrow, theta, off, sizes, hcum, n_classes, kind, mask,
                       delta, grad)
-    net_backward(X, act, delta, theta, off, sizes, hcum, COL_W, COL_B, False, kind, mask, grad)
+    net_backward(X, act, delta, theta, np.empty(0), off, sizes, hcum, COL_W, COL_B, False, kind,
+                 mask, grad)
     sgd_step(theta, grad, lr)
     return n_unlab if use_unlab else 0

@@ -18,7 +18,7 @@ __all__ = ["SBEN"]
 def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes, kind,
                 estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
                 part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff, act,
-                mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, reps):
+                mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps):
     """One update of every block, bottom-up, each a 1-layer DHBM step (`dhbm_update`).
 
     Block `b` owns `theta[boff[b]:boff[b+1]]` laid out by `offs[b]` (`param_layout` of
@@ -27,7 +27,8 @@ def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_c
     `part_h[phoff[b]:...]`, `part_y[b] [M, C]` and noise slices. Block 0 learns `X`; block
     `b > 0` learns the representation of block `b - 1` computed AFTER that block's update:
     its recognition activities scaled by the keep probability, no dropout (written to `reps`,
-    flat `>= n * sum H`). Work arrays as in `dhbm_update`, sized for the widest block.
+    flat `>= n * sum H`). Work arrays as in `dhbm_update`, sized for the widest block; `mirror`
+    of `theta`'s length holds each block's transposed mirror at the block's place.
     """
     n = X.shape[0]
     L = bsizes.shape[0]
@@ -49,7 +50,8 @@ def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_c
         xrec = xbuf[: n * d_in].reshape((n, d_in))
         dhbm_update(below, y, th, gr, offs[b], bsizes[b], hcums[b], n_classes, kind, estimator,
                     mf_steps, lr, alpha, beta, disc_weight, hard, mask, pv, ph, part_y[b], pm,
-                    nh, nv, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, mo, step)
+                    nh, nv, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
+                    mirror[boff[b] : boff[b + 1]], mo, step)
         if b < L - 1:
             out = reps[pos : pos + n * H]
             forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind,
@@ -241,7 +243,7 @@ class SBEN(DHBM):
             delta=np.zeros(n * H), zbuf=np.zeros(max(n, M, 1) * wide),
             xbuf=np.zeros(n * wide), P=np.zeros((n, C)), T=np.zeros((n, C)),
             Y=np.zeros((n, C)), wrow=np.zeros(n), wdisc=np.zeros(n),
-            reps=np.zeros(n * int(self._hcums[:, 1].sum())),
+            mirror=np.zeros_like(self._theta), reps=np.zeros(n * int(self._hcums[:, 1].sum())),
         )
         self._pred_act = np.zeros(int(self._hcums[:, 1].sum()))
         self._pred_Pb = np.zeros((1, C))
@@ -296,7 +298,7 @@ class SBEN(DHBM):
             self.pseudo_label == "hard", keep, masks, n * self._moff_unit, self._part_x,
             self._pvoff, self._part_h, self._phoff, self._part_y, part_mask, noise_h, noise_v,
             self._nvoff, w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xbuf"],
-            w["P"], w["T"], w["Y"], w["wrow"], w["wdisc"], w["reps"],
+            w["P"], w["T"], w["Y"], w["wrow"], w["wdisc"], w["mirror"], w["reps"],
         )
 
     # the stack's update does not start with its prediction's pass (unlike the DHBM's), and its

@@ -117,7 +117,8 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
 @pytest.mark.parametrize("C", [3, 0])
 @pytest.mark.parametrize("adam", [False, True], ids=["sgd", "adam"])
-def test_update_matches_reference(case, C, adam):
+@pytest.mark.parametrize("mirror", [True, False], ids=["mirror", "no-mirror"])
+def test_update_matches_reference(case, C, adam, mirror):
     estimator, kind, dropout, hard, mf_steps, labels = case
     y = np.array(labels if C else [-1] * 6, dtype=np.int64)
     rng, sizes, off, hcum, theta, X = _setup(C=C)
@@ -139,6 +140,7 @@ def test_update_matches_reference(case, C, adam):
     grad = np.zeros_like(theta)
     work = [np.zeros(n * A) for _ in range(4)] + [np.zeros(max(n, M) * max(sizes.max(), D))]
     work += [np.zeros((n, D))] + [np.zeros((n, C)) for _ in range(3)] + [np.zeros(n), np.zeros(n)]
+    work += [np.full_like(theta, np.nan) if mirror else np.zeros(0)]  # rebuilt by the update
     DK.dhbm_update(X, y, got[0], grad, off, sizes, hcum, C, kind, estimator, mf_steps, *args,
                    got[1], got[2], got[3], part_mask, noise_h, noise_v, *work,
                    got[4] if adam else np.zeros(0), 3)
@@ -170,9 +172,36 @@ def _ranges(off, sizes, cols, C):
     return np.array(idx)
 
 
+def _mirror(theta, off, sizes, C, built):
+    """The transposed mirror of `theta` (`built`) or none (empty)."""
+    if not built:
+        return np.zeros(0)
+    mirror = np.full_like(theta, np.nan)
+    K.transpose_weights(theta, off, sizes, C, mirror)
+    return mirror
+
+
+def test_transpose_weights_mirrors_every_used_weight_matrix():
+    _, sizes, off, _, theta, _ = _setup(seed=6)
+    C = 3
+    mirror = _mirror(theta, off, sizes, C, True)
+    P = ref.unpack(theta, sizes, C, off)
+    Q = ref.unpack(mirror, sizes, C, off)  # read in theta's shapes: the transposes' bytes
+    for l in range(len(sizes) - 1):
+        for name, shape in (("W", (sizes[l + 1], sizes[l])), ("U", (C, sizes[l + 1])),
+                            ("R", (sizes[l + 1], sizes[l]))):
+            got = Q[name][l].ravel().reshape(shape)
+            if name == "R" and l == 0:  # never read: nothing back-propagates below the input
+                assert np.isnan(got).all()
+            else:
+                np.testing.assert_array_equal(got, P[name][l].T)
+        assert np.isnan(Q["b"][l]).all() and np.isnan(Q["r"][l]).all()  # biases: not written
+
+
 @pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
 @pytest.mark.parametrize("dropout", [0.0, 0.4])
-def test_recognition_kl_gradient_by_finite_differences(kind, dropout):
+@pytest.mark.parametrize("mirror", [True, False], ids=["mirror", "no-mirror"])
+def test_recognition_kl_gradient_by_finite_differences(kind, dropout, mirror):
     rng, sizes, off, hcum, theta, X = _setup(seed=3)
     n = len(X)
     mask = _masks(rng, n, hcum, dropout)
@@ -183,8 +212,8 @@ def test_recognition_kl_gradient_by_finite_differences(kind, dropout):
     K.forward_net(X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
     K.kl_delta(act, np.concatenate([m.ravel() for m in mu]), n, hcum, wrow, kind, mask, delta)
-    K.net_backward(X, act, delta, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
-                   grad)
+    K.net_backward(X, act, delta, theta, _mirror(theta, off, sizes, 3, mirror), off, sizes, hcum,
+                   K.COL_R, K.COL_RB, True, kind, mask, grad)
     idx = _ranges(off, sizes, (K.COL_R, K.COL_RB), 3)
     num = _numeric_grad(
         lambda t: ref.kl_loss(X, ref.unpack(t, sizes, 3, off), mu, wrow, kind, masks), theta, idx
@@ -196,7 +225,8 @@ def test_recognition_kl_gradient_by_finite_differences(kind, dropout):
 
 @pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
 @pytest.mark.parametrize("dropout", [0.0, 0.4])
-def test_discriminative_gradient_by_finite_differences(kind, dropout):
+@pytest.mark.parametrize("mirror", [True, False], ids=["mirror", "no-mirror"])
+def test_discriminative_gradient_by_finite_differences(kind, dropout, mirror):
     rng, sizes, off, hcum, theta, X = _setup(seed=4)
     n, C = len(X), 3
     mask = _masks(rng, n, hcum, dropout)
@@ -208,8 +238,10 @@ def test_discriminative_gradient_by_finite_differences(kind, dropout):
     K.forward_net(X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
     K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
-    K.discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, C, kind, mask, delta, grad)
-    K.net_backward(X, act, delta, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
+    mt = _mirror(theta, off, sizes, C, mirror)
+    K.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, kind, mask, delta,
+                           grad)
+    K.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
                    grad)
     L = len(sizes) - 1
     idx = np.concatenate([_ranges(off, sizes, (K.COL_R, K.COL_RB, K.COL_U), C),
@@ -221,7 +253,8 @@ def test_discriminative_gradient_by_finite_differences(kind, dropout):
     np.testing.assert_allclose(grad[idx], num, rtol=1e-5, atol=1e-7)
 
 
-def test_encoder_backward_uses_the_chosen_columns():
+@pytest.mark.parametrize("mirror", [True, False], ids=["mirror", "no-mirror"])
+def test_encoder_backward_uses_the_chosen_columns(mirror):
     """`net_backward` on COL_W/COL_B (an undoubled encoder) matches finite differences too."""
     rng, sizes, off, hcum, theta, X = _setup(seed=5)
     n, C = len(X), 3
@@ -232,9 +265,10 @@ def test_encoder_backward_uses_the_chosen_columns():
     K.forward_net(X, theta, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID, empty, 1.0, act)
     K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
-    K.discriminative_delta(act, n, P, T, wrow, theta, off, sizes, hcum, C, K.SIGMOID, empty,
+    mt = _mirror(theta, off, sizes, C, mirror)
+    K.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, K.SIGMOID, empty,
                            delta, grad)
-    K.net_backward(X, act, delta, theta, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
+    K.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
                    empty, grad)
 
     def loss(t):
