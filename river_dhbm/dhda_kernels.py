@@ -31,6 +31,8 @@ from river_dhbm.kernels import (
     mean_field_input,
     net_backward,
     sgd_step,
+    times_transposed,
+    transpose_weights,
     vector,
 )
 
@@ -47,8 +49,8 @@ __all__ = [
 
 
 @njit(cache=True)
-def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes, kind, xhat,
-               below_hat, above_hat, zbuf):
+def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, theta_t, off, sizes, hcum, n_classes, kind,
+               xhat, below_hat, above_hat, zbuf):
     """One bottom-up (Gauss-Seidel) sweep of the corrupted encoders (paper eqs. 12-13):
     `mu^l <- mask^l * phi(hat(mu^{l-1}) W^l + hat(mu^{l+1}) W^{l+1}^T + b^l)`, in place.
 
@@ -57,7 +59,8 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes
     read after its update in this sweep, the layer above before it. On return `xhat [n, D]`,
     `below_hat` and `above_hat` (flat like `mu`) hold the corrupted inputs the sweep read: layer
     `l` read `xhat` (l = 0) or block `l - 1` of `below_hat`, and block `l + 1` of `above_hat`.
-    The encoders have no label input (eq. 12). `zbuf` flat work `>= n * max H`.
+    The encoders have no label input (eq. 12). `zbuf` flat work `>= n * max H`; `theta_t` the
+    transposed mirror of `theta` or empty (`kernels.times_transposed`).
     """
     n, D = X.shape
     L = sizes.shape[0] - 1
@@ -65,7 +68,6 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes
     corrupt = kappa_x.size > 0
     use_mask = mask.size > 0
     no_labels = np.empty((n, 0))
-    no_mirror = np.empty(0)  # the products read the transposes from theta itself
     for r in range(n):
         for i in range(D):
             xhat[r, i] = X[r, i] * kappa_x[r, i] if corrupt else X[r, i]
@@ -76,7 +78,7 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes
         z = zbuf[: n * H].reshape((n, H))
         below = xhat if l == 0 else layer(below_hat, hcum, n, l - 1)
         above = layer(above_hat, hcum, n, l + 1) if l < L - 1 else below
-        mean_field_input(below, above, no_labels, theta, no_mirror, off, sizes, l, n_classes, z)
+        mean_field_input(below, above, no_labels, theta, theta_t, off, sizes, l, n_classes, z)
         out = layer(mu, hcum, n, l)
         hat = layer(below_hat, hcum, n, l)
         k = layer(kappa_h, hcum, n, l) if corrupt else out
@@ -91,8 +93,8 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, off, sizes, hcum, n_classes
 
 
 @njit(cache=True)
-def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, mse, mask,
-                         in_mask, grad, delta):
+def reconstruction_delta(mu, X, wrow, theta, theta_t, off, sizes, hcum, kind, dec_kind, mse,
+                         mask, in_mask, grad, delta):
     """Reconstruction terms of the loss: layer `l` decodes its clean input through its tied
     weights, `r = phi_dec(mu^l W^l^T + bias)` (bias `c` for the input, `b^{l-1}` for a hidden
     layer), scored by cross-entropy (`mse` False, `dec_kind` sigmoid) or `(r - u)^2 / 2`
@@ -101,7 +103,8 @@ def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, m
 
     Accumulates the decoder gradients (`W^l` as `e^T mu^l`, the bias as `sum_r e`, with
     `e = dloss/d(pre-activation)`) into `grad`, and adds `(e W^l) * phi'(mu^l) * mask^l`, the
-    error reaching layer `l`'s pre-activation, into `delta` (flat like `mu`).
+    error reaching layer `l`'s pre-activation, into `delta` (flat like `mu`). `theta_t`: the
+    transposed mirror of `theta` or empty (`kernels.times_transposed`).
     """
     n, D = X.shape
     L = sizes.shape[0] - 1
@@ -128,7 +131,7 @@ def reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, m
         Dl = layer(delta, hcum, n, l)
         Ml = layer(mask, hcum, n, l) if use_mask else a
         E = np.empty((n, P))
-        gemm(a, W, E, 1.0, 0.0, False, True)  # decoder pre-activation mu^l W^l^T
+        times_transposed(a, theta, theta_t, off[l, COL_W], P, H, E, 0.0)  # mu^l W^l^T
         for r in range(n):
             w = wrow[r]
             for i in range(P):
@@ -206,7 +209,8 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     T = np.zeros((n, C))
     wrow = np.zeros(n)
     wdisc = np.zeros(n)
-    no_mirror = np.empty(0)  # the products read the transposes from theta itself
+    mirror = np.empty(theta.size)  # the weights' transposes (`kernels.times_transposed`)
+    transpose_weights(theta, off, sizes, C, mirror)
 
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
     n_lab = 0
@@ -238,25 +242,25 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
         else:
             kx = kappa.reshape((0, D))
             kh = kappa
-        dhda_sweep(X, mu, kx, kh, mask, theta, off, sizes, hcum, C, kind, xhat, below_hat,
+        dhda_sweep(X, mu, kx, kh, mask, theta, mirror, off, sizes, hcum, C, kind, xhat, below_hat,
                    above_hat, zbuf)
 
     # recognition network: KL towards the mean-field activities + discriminative term
     kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
     if C > 0 and disc_weight != 0.0:
-        discriminative_delta(act, n, P, T, wdisc, theta, no_mirror, off, sizes, hcum, C, kind,
-                             mask, delta, grad)
-    net_backward(X, act, delta, theta, no_mirror, off, sizes, hcum, COL_R, COL_RB, True, kind,
-                 mask, grad)
+        discriminative_delta(act, n, P, T, wdisc, theta, mirror, off, sizes, hcum, C, kind, mask,
+                             delta, grad)
+    net_backward(X, act, delta, theta, mirror, off, sizes, hcum, COL_R, COL_RB, True, kind, mask,
+                 grad)
 
     # model: output term and reconstructions, back-propagated into the encoders
     for i in range(A):
         delta[i] = 0.0
     if C > 0:
         joint_proba(mu, n, theta, off, sizes, hcum, C, P)
-        discriminative_delta(mu, n, P, T, wrow, theta, no_mirror, off, sizes, hcum, C, kind, mask,
+        discriminative_delta(mu, n, P, T, wrow, theta, mirror, off, sizes, hcum, C, kind, mask,
                              delta, grad)
-    reconstruction_delta(mu, X, wrow, theta, off, sizes, hcum, kind, dec_kind, mse, mask,
+    reconstruction_delta(mu, X, wrow, theta, mirror, off, sizes, hcum, kind, dec_kind, mse, mask,
                          xhat[:0], grad, delta)
     encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
     sgd_step(theta, grad, lr)
@@ -379,15 +383,15 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
         delta = np.zeros(n * H)
         xhat = np.empty((n, P_in))
         spare = np.empty(n * H)
-        dhda_sweep(uhat, mu, kappa[:0].reshape((0, P_in)), kappa[:0], m, th, offs[l], sub, hc, C,
-                   kind, xhat, spare, spare, zbuf)
+        dhda_sweep(uhat, mu, kappa[:0].reshape((0, P_in)), kappa[:0], m, th, no_mirror, offs[l],
+                   sub, hc, C, kind, xhat, spare, spare, zbuf)
         if C > 0:
             Pl = np.empty((n, C))
             joint_proba(mu, n, th, offs[l], sub, hc, C, Pl)
             discriminative_delta(mu, n, Pl, T, wrow, th, no_mirror, offs[l], sub, hc, C, kind, m,
                                  delta, gr)
-        reconstruction_delta(mu, u, wrow, th, offs[l], sub, hc, kind, dec_kind, mse, m, in_mask,
-                             gr, delta)
+        reconstruction_delta(mu, u, wrow, th, no_mirror, offs[l], sub, hc, kind, dec_kind, mse, m,
+                             in_mask, gr, delta)
         encoder_backward(xhat, spare, spare, delta, n, sub, hc, offs[l], gr)
     sgd_step(theta, grad, lr)
 
