@@ -155,6 +155,15 @@ def test_new_classes_grow_the_output():
     assert list(p) == ["x", "y", "z"] and np.isclose(sum(p.values()), 1.0)
     P = kernels.param_layout(model._sizes, 3)
     assert model._theta.size == P[-1, 2]
+    # the update's transposed mirror grows with the parameters, and the next update rebuilds it
+    # from the parameters it uses (a stale, shorter mirror would be read out of bounds)
+    assert model._work["mirror"].shape == model._theta.shape
+    used = model._theta.copy()
+    model.learn_one({"a": 0.5, "b": 0.5}, "z")
+    model.learn_one({"a": 0.0, "b": 0.0}, "x")
+    W = used[P[0, kernels.COL_W] : P[0, kernels.COL_W] + 10].reshape(2, 5)
+    mirror = model._work["mirror"][P[0, kernels.COL_W] : P[0, kernels.COL_W] + 10]
+    np.testing.assert_array_equal(mirror.reshape(5, 2), W.T)
 
 
 # ---------------------------------------------------------------- choices pinned (Notes)
