@@ -5,6 +5,7 @@
     python -m evaluation run --stream led --model dhbm-mf --instances 100000 --seed 3
     python -m evaluation run --stream waveform --model river:tree.HoeffdingTreeClassifier
     python -m evaluation compare --quick                          # vs River's learners
+    python -m evaluation scarcity --quick                         # error against label ratio
     python -m evaluation plot --csv results/reproduce/curves.csv --out figures
     python -m evaluation bench streams
     python -m evaluation mnist --data DIR                         # the paper's table 1
@@ -151,7 +152,14 @@ def _add_mnist(sub) -> None:
     mnist.add_parser(sub)
 
 
-SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_plot, _add_bench, _add_mnist]
+def _add_scarcity(sub) -> None:
+    from . import scarcity  # owns its flags and its command (`scarcity.run`)
+
+    scarcity.add_parser(sub)
+
+
+SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_scarcity, _add_plot, _add_bench,
+               _add_mnist]
 
 
 def build_parser() -> argparse.ArgumentParser:

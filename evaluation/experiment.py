@@ -76,7 +76,8 @@ def trial_seeds(stream: str, model: str, trial: int, seed: int = 0) -> tuple[int
     """
     stream_seed = _seed(seed, stream, trial, "stream")
     mask_seed = _seed(seed, stream, trial, "mask")
-    model_seed = _seed(seed, stream, model, trial, "model")
+    # an ablation (`<model>/labeled-only`) starts from its model's seed: a paired comparison
+    model_seed = _seed(seed, stream, registry.split_ablation(model)[0], trial, "model")
     return stream_seed, mask_seed, model_seed
 
 

@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = [
+    "ABLATION_SUFFIX",
     "MODELS",
     "PRESETS",
     "STREAMS",
@@ -17,6 +18,7 @@ __all__ = [
     "make_model",
     "make_stream",
     "masked_stream",
+    "split_ablation",
 ]
 
 #: Stream name -> what it is. `led` and `waveform` are the drifting streams of the paper.
@@ -38,6 +40,18 @@ MODELS = {
 }
 
 RIVER_PREFIX = "river:"
+
+#: `<model>/labeled-only`: the same model with every learning from unlabeled rows turned off
+#: (constructor parameter `learn_unlabeled=False`), the ablation that measures their gain.
+ABLATION_SUFFIX = "/labeled-only"
+ABLATION_PARAMS = {"learn_unlabeled": False}
+
+
+def split_ablation(name: str) -> tuple[str, bool]:
+    """`("dhbm-mf", True)` for `"dhbm-mf/labeled-only"`, `(name, False)` otherwise."""
+    if name.endswith(ABLATION_SUFFIX):
+        return name[: -len(ABLATION_SUFFIX)], True
+    return name, False
 
 #: Where this project's models take their settings from: the paper's literal online settings
 #: or the class defaults (the settings that learn best).
@@ -102,12 +116,18 @@ def _river_class(name: str):
 
 
 def check_model_name(name: str) -> str:
-    if name.startswith(RIVER_PREFIX):
-        _river_class(name)
-    elif name not in MODELS:
+    base_name, ablation = split_ablation(name)
+    if ablation and base_name not in MODELS:  # River's peers learn the labeled rows only
         raise ValueError(
-            f"Unknown model {name!r}. Known models: {', '.join(MODELS)}, "
-            "or river:<module>.<Class>"
+            f"Invalid model {name!r}: {ABLATION_SUFFIX} applies to this project's models "
+            f"({', '.join(MODELS)})"
+        )
+    if base_name.startswith(RIVER_PREFIX):
+        _river_class(base_name)
+    elif base_name not in MODELS:
+        raise ValueError(
+            f"Unknown model {name!r}. Known models: {', '.join(MODELS)} (each also as "
+            f"<model>{ABLATION_SUFFIX}), or river:<module>.<Class>"
         )
     return name
 
@@ -135,11 +155,13 @@ def make_model(
     hidden layers as wide as the input) or the class defaults (`"default"`, what learns best,
     their own architecture), the evaluation's mini-batch size, and `params` on top. A
     `river:<module>.<Class>` model gets `params` (and `seed` when it takes one); a binary River
-    classifier is wrapped in `multiclass.OneVsRestClassifier`.
+    classifier is wrapped in `multiclass.OneVsRestClassifier`. `<model>/labeled-only` is
+    `<model>` with `learn_unlabeled=False` on top of everything else.
     """
     check_model_name(name)
     check_preset(preset)
-    params = dict(params or {})
+    name, ablation = split_ablation(name)
+    params = dict(params or {}) | (ABLATION_PARAMS if ablation else {})
     if name.startswith(RIVER_PREFIX):
         cls = _river_class(name)
         if seed is not None and _accepts(cls, "seed"):
