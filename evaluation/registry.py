@@ -85,13 +85,15 @@ def make_stream(name: str, seed: int):
 
 
 def masked_stream(
-    name: str, seed: int, label_ratio: float, label_batch: int | None, mask_seed: int
+    name: str, seed: int, label_ratio: float, label_batch: int | None, mask_seed: int,
+    delay: int = 0, warm_up: int = 0,
 ):
     """The stream `name` behind a `streams.LabelMask`."""
     import streams
 
     return streams.LabelMask(
-        make_stream(name, seed), label_ratio=label_ratio, batch_size=label_batch, seed=mask_seed
+        make_stream(name, seed), label_ratio=label_ratio, batch_size=label_batch, seed=mask_seed,
+        delay=delay, warm_up=warm_up,
     )
 
 
