@@ -40,6 +40,7 @@ MODELS = {
 }
 
 RIVER_PREFIX = "river:"
+MOA_PREFIX = "moa:"  # MOA's learners through capymoa (`evaluation.moa_peers`)
 
 #: `<model>/labeled-only`: the same model with every learning from unlabeled rows turned off
 #: (constructor parameter `learn_unlabeled=False`), the ablation that measures their gain.
@@ -126,12 +127,30 @@ def check_model_name(name: str) -> str:
         )
     if base_name.startswith(RIVER_PREFIX):
         _river_class(base_name)
+    elif base_name.startswith(MOA_PREFIX):
+        from .moa_peers import check_name
+
+        check_name(base_name)
     elif base_name not in MODELS:
         raise ValueError(
             f"Unknown model {name!r}. Known models: {', '.join(MODELS)} (each also as "
-            f"<model>{ABLATION_SUFFIX}), or river:<module>.<Class>"
+            f"<model>{ABLATION_SUFFIX}), river:<module>.<Class> or moa:<learner>"
         )
     return name
+
+
+def missing_peers(names) -> tuple[list[str], str | None]:
+    """The MOA peers among `names` that cannot run here (capymoa missing) and one line
+    saying so and how to install it (None when every name can run)."""
+    moa = [n for n in names if n.startswith(MOA_PREFIX)]
+    if not moa:
+        return [], None
+    from .moa_peers import INSTALL_HINT, available
+
+    reason = available()
+    if reason is None:
+        return [], None
+    return moa, f"skipping {', '.join(moa)}: capymoa is not available ({reason}); {INSTALL_HINT}"
 
 
 def _accepts(cls, param: str) -> bool:
@@ -157,13 +176,18 @@ def make_model(
     hidden layers as wide as the input) or the class defaults (`"default"`, what learns best,
     their own architecture), the evaluation's mini-batch size, and `params` on top. A
     `river:<module>.<Class>` model gets `params` (and `seed` when it takes one); a binary River
-    classifier is wrapped in `multiclass.OneVsRestClassifier`. `<model>/labeled-only` is
+    classifier is wrapped in `multiclass.OneVsRestClassifier`. A `moa:<learner>` model is
+    MOA's learner through capymoa (`evaluation.moa_peers`). `<model>/labeled-only` is
     `<model>` with `learn_unlabeled=False` on top of everything else.
     """
     check_model_name(name)
     check_preset(preset)
     name, ablation = split_ablation(name)
     params = dict(params or {}) | (ABLATION_PARAMS if ablation else {})
+    if name.startswith(MOA_PREFIX):
+        from . import moa_peers
+
+        return moa_peers.make(name, n_features, n_classes, seed, params)
     if name.startswith(RIVER_PREFIX):
         cls = _river_class(name)
         if seed is not None and _accepts(cls, "seed"):
