@@ -108,7 +108,8 @@ def _add_run(sub) -> None:
     p = sub.add_parser("run", help="one stream and one model (or a config file)")
     p.add_argument("--stream", help=f"one of {', '.join(registry.STREAMS)}")
     p.add_argument("--model",
-                   help=f"one of {', '.join(registry.MODELS)}, or river:<module>.<Class>")
+                   help=f"one of {', '.join(registry.MODELS)} (also <model>/labeled-only), "
+                   "river:<module>.<Class> or moa:<learner> (e.g. moa:SLEADE)")
     p.add_argument("--config", help="a TOML config (a file or a bundled name); flags override")
     _add_run_flags(p, defaults_from_config=False)
     p.set_defaults(func=_cmd_run, figure="prequential_error")
@@ -214,6 +215,12 @@ def _trials(config: dict, args) -> tuple[list, dict]:
         registry.check_stream_name(name)
     for name in models:
         registry.check_model_name(name)
+    skipped, why = registry.missing_peers(models)
+    if why:  # MOA's peers without capymoa: their rows only are left out
+        models = [m for m in models if m not in skipped]
+        if not models:
+            raise ValueError(why)
+        print(why, file=sys.stderr)
     overrides = dict(args.set)
     trials = [
         Trial(

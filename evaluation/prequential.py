@@ -337,8 +337,8 @@ def prequential(
     right after row i + d - 1 is learnt: within a mini-batch the learner gets each row in
     order followed by the labels due after it, so with `batch_size=1` a label arrives before
     row i + d is predicted, exactly as in capymoa's `prequential_ssl_evaluation` with
-    `delay_length=d` (a supervised learner skips the unlabeled showing). Labels due after the
-    last row never arrive. The first w rows all keep their labels, which arrive at once (MOA's
+    `delay_length=d` (a supervised learner skips the unlabeled showing). The labels of the
+    last d - 1 rows never arrive. The first w rows all keep their labels, which arrive at once (MOA's
     initial window, which capymoa's Python loop leaves unimplemented, also trains on them
     labeled, but without testing them; here they are tested like every row).
 

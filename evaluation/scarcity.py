@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -281,8 +282,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    import sys
-
     print(f"error: {message}", file=sys.stderr)
     return 2
 
@@ -306,6 +305,10 @@ def run(args) -> int:
         s = settings_of(config, args.quick, instances=args.instances, trials=args.trials,
                         label_ratios=args.label_ratios, models=args.models,
                         streams=args.streams)
+        skipped, why = registry.missing_peers(s["models"])
+        if why:  # MOA's peers without capymoa: their rows only are left out
+            print(why, file=sys.stderr)
+            s["models"] = [m for m in s["models"] if m not in skipped]
         trials = plan(s, seed=args.seed)
         if not trials:
             raise ValueError("Nothing to run: no model runs on these streams")
