@@ -19,19 +19,23 @@ def test_bundled_config_loads_and_plans_the_grid():
     assert ours == ["dhbm-mf", "dhbm-sap", "dhda", "sben", "hsda", "pl-mlp"]
     assert [m for m in s["models"] if scarcity.group_of(m) == "ablations"] == [
         f"{m}/labeled-only" for m in ours]
+    assert {"moa:SLEADE", "moa:NaiveBayes"} <= set(s["models"])
+    assert scarcity.columns_of(s) == [(0.1, 0), (0.01, 0), (0.001, 0), (0.01, 1000)]
     trials = scarcity.plan(s)
     bernoulli = [t for t in trials if t.model == "river:naive_bayes.BernoulliNB"]
     assert {t.stream for t in bernoulli} == {"led-stationary"}  # only_on
-    n_models = len(s["models"])
-    assert len(trials) == 2 * 3 * 5 * n_models - 3 * 5  # BernoulliNB skips Waveform
+    seeds = {m: s["trials_for"].get(m, 5) for m in s["models"]}
+    seeds["river:naive_bayes.BernoulliNB"] /= 2  # LED only
+    assert len(trials) == 2 * 4 * sum(seeds.values())
     assert all(t.label_batch is None and t.instances == 200_000 for t in trials)  # per instance
+    assert {t.delay for t in trials if t.model == "moa:SLEADE"} == {0, 1000}
     quick = scarcity.settings_of(config, quick=True)
     assert (quick["instances"], quick["trials"]) == (50_000, 2)
-    assert len(quick["models"]) < n_models
+    assert len(quick["models"]) < len(s["models"]) and quick["delayed"] == []
 
 
 def test_flags_override_and_trials_for():
-    config = registry.load_config("label_scarcity") | {"trials_for": {"dhda": 1}}
+    config = registry.load_config("label_scarcity") | {"trials_for": {"dhda": 1}, "delayed": []}
     s = scarcity.settings_of(config, trials=3, models=["dhda", "dhbm-mf"],
                              label_ratios=[0.5], streams=["led"])
     trials = scarcity.plan(s, seed=4)
@@ -140,7 +144,9 @@ def test_end_to_end_writes_the_three_outputs(tmp_path, capsys):
     assert code == 0
     assert "| ours | pl-mlp |" in stdout and "| peers | river:naive_bayes.BernoulliNB |" in stdout
     runs = pd.read_csv(out / "scarcity.csv")
-    assert len(runs) == 4 and set(runs.label_ratio) == {0.1, 0.01}
+    assert len(runs) == 6 and set(runs.label_ratio) == {0.1, 0.01}  # and 1 % delayed:
+    assert runs.delay.tolist() == [0, 0, 0, 0, 1000, 1000]
+    assert "| led-stationary 1 %, delay 1,000 |" in stdout
     assert runs.tail_faded_error.between(0, 1).all() and (runs.instances == 3000).all()
     assert (out / "scarcity.md").read_text() in stdout
     assert (out / "scarcity.png").stat().st_size > 0
