@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -202,8 +203,9 @@ def _test_then_train_block(model, X, y, labeled, batch_size, losses) -> None:
     losses[known] = labels[predicted[known]] != y[known]
 
 
-def _test_then_train_batches(model, X, y, labeled, batch_size, losses) -> None:
-    """Mini-batch by mini-batch: `predict_proba_arrays`, then `learn_arrays`."""
+def _test_then_train_batches(model, X, y, labeled, batch_size, losses, schedule=None) -> None:
+    """Mini-batch by mini-batch: `predict_proba_arrays`, then `learn_arrays` (of `schedule`'s
+    events when labels come late: `labeled` are then the kept labels)."""
     for b0 in range(0, len(y), batch_size):
         b1 = min(b0 + batch_size, len(y))
         labels = np.asarray(model.classes_)
@@ -212,20 +214,8 @@ def _test_then_train_batches(model, X, y, labeled, batch_size, losses) -> None:
             losses[b0:b1] = labels[P.argmax(axis=1)] != y[b0:b1]
         else:
             losses[b0:b1] = 1.0  # no prediction before the first label: a mistake
-        model.learn_arrays(X[b0:b1], y[b0:b1], labeled[b0:b1])
-
-
-def _test_then_train_delayed(model, X, y, kept, batch_size, losses, schedule) -> None:
-    """As `_test_then_train_batches`, the learner getting `schedule`'s events (late labels)."""
-    for b0 in range(0, len(y), batch_size):
-        b1 = min(b0 + batch_size, len(y))
-        labels = np.asarray(model.classes_)
-        if len(labels):
-            P = model.predict_proba_arrays(X[b0:b1])
-            losses[b0:b1] = labels[P.argmax(axis=1)] != y[b0:b1]
-        else:
-            losses[b0:b1] = 1.0
-        model.learn_arrays(*schedule.events(X[b0:b1], y[b0:b1], kept[b0:b1]))
+        block = X[b0:b1], y[b0:b1], labeled[b0:b1]
+        model.learn_arrays(*(block if schedule is None else schedule.events(*block)))
 
 
 def _schedule(dataset):
@@ -243,9 +233,8 @@ def _run_arrays(dataset, model, n_instances, batch_size, curve, progress) -> Non
         else _test_then_train_batches
     )
     schedule = _schedule(dataset)
-    if schedule is not None:
-        def run(model, X, y, kept, batch_size, losses):
-            _test_then_train_delayed(model, X, y, kept, batch_size, losses, schedule)
+    if schedule is not None:  # late labels: the learner's rows differ from the tested ones
+        run = functools.partial(_test_then_train_batches, schedule=schedule)
     done = 0
     for X, y, labeled in _aligned_chunks(dataset.iter_arrays(chunk_size), batch_size):
         m = min(len(y), n_instances - done)
