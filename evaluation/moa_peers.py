@@ -49,7 +49,11 @@ def _learner(spec: str, schema, seed: int, params: dict):
 
     name, _, options = spec.partition(" ")
     if "." not in name:  # a capymoa class
-        cls = getattr(capymoa.ssl, name, None) or getattr(capymoa.classifier, name, None)
+        try:
+            cls = getattr(capymoa.ssl, name, None) or getattr(capymoa.classifier, name, None)
+        except ImportError as e:  # capymoa.ssl.OSNN needs PyTorch, not a dependency here
+            why = " ".join(str(e).split())  # one line
+            raise ValueError(f"Model 'moa:{spec}' is not available: {why}") from None
         if cls is None:
             raise ValueError(f"Unknown model 'moa:{spec}': no capymoa.ssl.{name} or "
                              f"capymoa.classifier.{name}")

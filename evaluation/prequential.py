@@ -327,9 +327,9 @@ def prequential(
     order followed by the labels due after it, so with `batch_size=1` a label arrives before
     row i + d is predicted, exactly as in capymoa's `prequential_ssl_evaluation` with
     `delay_length=d` (a supervised learner skips the unlabeled showing). The labels of the
-    last d - 1 rows never arrive. The first w rows all keep their labels, which arrive at once (MOA's
-    initial window, which capymoa's Python loop leaves unimplemented, also trains on them
-    labeled, but without testing them; here they are tested like every row).
+    last d - 1 rows never arrive. The first w rows all keep their labels, which arrive at
+    once (MOA's initial window, which capymoa's Python loop leaves unimplemented, also trains
+    on them labeled, but without testing them; here they are tested like every row).
 
     When the dataset has `iter_arrays` (e.g. `streams.LabelMask`) and the model has the array
     path (`learn_arrays`, `predict_proba_arrays`, `classes_`), the loop runs on numpy blocks with

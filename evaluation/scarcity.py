@@ -1,8 +1,9 @@
 """The label-scarcity experiment: error against label ratio, our models beside their
-unlabeled-off ablations and the peers that learn the labeled rows only.
+unlabeled-off ablations and the peers (River's learn the labeled rows only; MOA's SLEADE
+learns the unlabeled ones too).
 
-    python -m evaluation scarcity --quick                      # < 3 min on 2 cores, prints the table
-    python -m evaluation scarcity --jobs 2                     # the stationary streams, 5 seeds
+    python -m evaluation scarcity --quick --jobs 2          # < 3 min on 2 cores, prints the table
+    python -m evaluation scarcity --jobs 2                  # the stationary streams, 5 seeds
     python -m evaluation scarcity --streams led,waveform --jobs 2 --out results/scarcity-drift
 
 One run per stream x label ratio x model x seed; its measure is the faded prequential error
@@ -98,8 +99,7 @@ def plan(s: dict, seed: int = 0) -> list:
                         stream=stream, model=model, trial=k, instances=s["instances"],
                         label_ratio=ratio, label_batch=s["label_batch"] or None,
                         batch_size=s["batch_size"], fading_factor=s["fading_factor"],
-                        step=s["step"], seed=seed, preset=s["preset"],
-                        **({"delay": delay} if delay else {}),
+                        step=s["step"], seed=seed, preset=s["preset"], delay=delay,
                     ))
     return trials
 
@@ -215,7 +215,8 @@ def draw_figure(runs: pd.DataFrame):
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.legend(legend.values(), legend.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5),
+               frameon=False)
     fig.tight_layout()
     return fig
 
