@@ -114,7 +114,7 @@ def test_without_capymoa_the_moa_rows_are_skipped_with_one_line(monkeypatch, tmp
     assert captured.err.count("\n") == 1
     assert captured.err.startswith("skipping moa:SLEADE, moa:NaiveBayes: capymoa is not")
     assert "pip install 'river-dhbm[moa]'" in captured.err
-    assert pd.read_csv(out / "scarcity.csv").model.tolist() == ["river:naive_bayes.GaussianNB"]
+    assert set(pd.read_csv(out / "scarcity.csv").model) == {"river:naive_bayes.GaussianNB"}
     code = main(["run", "--stream", "led", "--model", "moa:SLEADE", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: skipping moa:SLEADE") and err.count("\n") == 1
