@@ -85,7 +85,7 @@ def columns_of(s: dict) -> list[tuple[float, int]]:
 def plan(s: dict, seed: int = 0) -> list:
     """The runs of the grid as `experiment.Trial`s. Every model of a (stream, seed) sees the
     same rows and mask (the seeds depend on stream and seed only); `trials_for` gives a model
-    fewer (or more) seeds, `only_on` limits it to some streams."""
+    fewer seeds, `only_on` limits it to some streams."""
     from .experiment import Trial
 
     trials = []
@@ -94,7 +94,7 @@ def plan(s: dict, seed: int = 0) -> list:
             for model in s["models"]:
                 if stream not in s["only_on"].get(model, [stream]):
                     continue
-                for k in range(int(s["trials_for"].get(model, s["trials"]))):
+                for k in range(min(int(s["trials_for"].get(model, s["trials"])), s["trials"])):
                     trials.append(Trial(
                         stream=stream, model=model, trial=k, instances=s["instances"],
                         label_ratio=ratio, label_batch=s["label_batch"] or None,
