@@ -92,6 +92,13 @@ class LabelMask(datasets_base.SyntheticDataset):
     >>> dataset.moa_cli()
     'generators.LEDGeneratorDrift -i 1 -n 10 -d 4'
 
+    With `delay`, a kept row comes unlabeled and its label comes back, in `late`, after the
+    row `delay - 1` rows later (rows 0 and 1 keep theirs here, rows 2 and 3 do not):
+
+    >>> delayed = LabelMask(streams.LED(seed=1), label_ratio=0.5, seed=3, delay=2)
+    >>> [(y, kwargs["labeled"], [y for _, y in kwargs["late"]]) for _, y, kwargs in delayed.take(4)]
+    [(5, False, []), (9, False, [5]), (2, False, [9]), (7, False, [])]
+
     Notes
     -----
     How a batch's ratio `r` becomes labels: the batch gets `n = floor(r * k + u)` labels, `u`
