@@ -29,6 +29,8 @@ def test_bundled_config_loads_and_plans_the_grid():
     assert len(trials) == 2 * 4 * sum(seeds.values())
     assert all(t.label_batch is None and t.instances == 200_000 for t in trials)  # per instance
     assert {t.delay for t in trials if t.model == "moa:SLEADE"} == {0, 1000}
+    drifting = scarcity.plan(scarcity.settings_of(config, streams=["led", "waveform"]))
+    assert {t.stream for t in drifting if t.model == "river:naive_bayes.BernoulliNB"} == {"led"}
     quick = scarcity.settings_of(config, quick=True)
     assert (quick["instances"], quick["trials"]) == (50_000, 2)
     assert len(quick["models"]) < len(s["models"]) and quick["delayed"] == []
