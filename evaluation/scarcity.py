@@ -64,8 +64,14 @@ def settings_of(config: dict, quick: bool = False, **flags) -> dict:
         if isinstance(s[key], bool) or not isinstance(s[key], int) or s[key] < 1:
             raise ValueError(f"Invalid {key} ({s[key]!r}). Must be a positive integer")
     for ratio in s["label_ratios"]:
-        if not 0.0 < ratio <= 1.0:
-            raise ValueError(f"Invalid label ratio ({ratio}). Valid range is (0, 1]")
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+            raise ValueError(f"Invalid label ratio ({ratio!r}). Valid range is (0, 1]")
+    for d in s["delayed"]:
+        if not (isinstance(d, dict) and set(d) == {"label_ratio", "delay"}
+                and isinstance(d["delay"], int) and d["delay"] >= 1
+                and isinstance(d["label_ratio"], (int, float)) and 0 < d["label_ratio"] <= 1):
+            raise ValueError(f"Invalid delayed column ({d!r}). Expected "
+                             "{ label_ratio = <in (0, 1]>, delay = <int >= 1> }")
     for name in s["streams"]:
         registry.check_stream_name(name)
     for name in s["models"]:

@@ -51,6 +51,8 @@ def test_flags_override_and_trials_for():
     ({"models": ["river:naive_bayes.GaussianNB/labeled-only"]}, "applies to this project"),
     ({"models": []}, "needs 'models'"),
     ({"streams": ["nope"]}, "Unknown stream"),
+    ({"delayed": [{"label_ratio": 0.1}]}, "Invalid delayed column"),
+    ({"delayed": [{"label_ratio": 0.1, "delay": 0}]}, "Invalid delayed column"),
 ])
 def test_invalid_settings(flags, message):
     with pytest.raises(ValueError, match=message):
