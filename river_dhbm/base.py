@@ -421,10 +421,12 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._staged = None
         return P
 
-    def learn_one(self, x: dict, y=None, labeled: bool = True, **kwargs) -> None:
+    def learn_one(self, x: dict, y=None, labeled: bool = True, late=(), **kwargs) -> None:
         """Buffer one instance; unlabeled when `y is None` or `labeled=False`.
 
         Every `batch_size` buffered instances trigger one update on the mixed mini-batch.
+        `late` holds `(x, y)` pairs whose delayed label is due now (`streams.LabelMask`'s
+        `delay`): each is learnt, labeled, right after this instance.
 
         """
         if self._is_staged(x):
@@ -443,6 +445,8 @@ class HybridClassifier(base.MiniBatchClassifier):
         if self._features is None:
             self._fix_features(features)
         self._push_one(row, label)
+        for x_late, y_late in late:
+            self.learn_one(x_late, y_late)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series | None = None, **kwargs) -> None:
         """Buffer a mini-batch; missing labels (None/NaN) mark unlabeled rows."""

@@ -206,3 +206,22 @@ def test_schedule_rejects_no_delay_and_mask_rejects_bad_values():
     for kwargs in ({"delay": -1}, {"warm_up": 1.5}, {"delay": True}):
         with pytest.raises(ValueError, match="Must be an int >= 0"):
             LabelMask(IndexStream(), **kwargs)
+
+
+def test_our_models_take_late_labels_in_river_progressive_val_score():
+    """A DHBM in River's loop learns each delayed label when it comes back: the same model as
+    one that learns the evaluator's sequence of events (`DelayedLabels`) row by row."""
+    from evaluation.delayed import DelayedLabels
+    from river_dhbm import DHBM
+
+    mask = _led_mask(delay=40)
+    river = DHBM(hidden_sizes=(6,), seed=1)
+    evaluate.progressive_val_score(mask.take(1000), river, metrics.Accuracy())
+    X, y, kept = next(mask.iter_arrays(1000))
+    rows = [dict(enumerate(row.tolist())) for row in X]
+    events = DelayedLabels(delay=40).events(rows, y, kept)
+    reference = DHBM(hidden_sizes=(6,), seed=1)
+    for x, label, labeled in zip(*events):
+        reference.learn_one(x, label if labeled else None)
+    assert river.n_labeled_seen == reference.n_labeled_seen > 0
+    np.testing.assert_array_equal(river._theta, reference._theta)
