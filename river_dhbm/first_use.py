@@ -1,0 +1,65 @@
+"""The first use on a fresh install: say on stderr that Numba compiles, once, only when it must.
+
+Each model's learning kernel is one Numba function that calls all the others, so whether its
+on-disk cache holds a compiled version for this source says whether the first update will
+compile (seconds) or load (a fraction of a second). The figures quoted are the measured time
+to the first prediction with an empty cache (`python -m evaluation bench first-use`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+__all__ = ["announce_compilation", "is_cache_cold"]
+
+#: Model class name -> (its learning kernel "module:function", seconds to compile it here).
+FIRST_KERNELS = {
+    "DHBM": ("river_dhbm.dhbm_kernels:dhbm_update", 15),
+    "SBEN": ("river_dhbm.sben:sben_update", 20),
+    "DHDA": ("river_dhbm.dhda_kernels:dhda_update", 10),
+    "HSDA": ("river_dhbm.dhda_kernels:hsda_update", 10),
+    "PseudoLabelMLP": ("river_dhbm.mlp_kernels:mlp_update", 5),
+}
+
+_announced: set = set()  # kernels already announced (or found warm) in this process
+
+
+def _kernel_of(model):
+    """The learning kernel of `model`'s class (or of its nearest known base class)."""
+    for cls in type(model).__mro__:
+        entry = FIRST_KERNELS.get(cls.__name__)
+        if entry is not None:
+            where, seconds = entry
+            module, name = where.split(":")
+            return getattr(importlib.import_module(module), name, None), seconds
+    return None, 0
+
+
+def is_cache_cold(kernel) -> bool:
+    """Whether calling `kernel` (a Numba dispatcher) will compile: nothing compiled in this
+    process and no on-disk cache entry matching its current source."""
+    if getattr(kernel, "signatures", None):
+        return False  # already compiled or loaded in this process
+    cache = getattr(kernel, "_cache", None)
+    cache_file = getattr(cache, "_cache_file", None)
+    if cache_file is None:  # NUMBA_DISABLE_JIT, or a Numba without this layout: stay quiet
+        return False
+    try:
+        return not cache_file._load_index()  # empty when missing or stale (source changed)
+    except Exception:
+        return False
+
+
+def announce_compilation(model) -> None:
+    """Print one line on stderr when `model`'s first update is about to compile its kernels."""
+    kernel, seconds = _kernel_of(model)
+    if kernel is None or kernel in _announced:
+        return
+    _announced.add(kernel)
+    if is_cache_cold(kernel):
+        print(
+            f"river_dhbm: compiling {type(model).__name__}'s kernels for first use "
+            f"(about {seconds} s, cached afterwards)",
+            file=sys.stderr,
+        )
