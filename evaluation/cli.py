@@ -129,7 +129,8 @@ def _benchmarks() -> list[str]:
 
     from . import bench
 
-    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.ispkg)
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
+                  if not m.ispkg and not m.name.startswith("_"))  # _helpers: not benchmarks
 
 
 def _add_bench(sub) -> None:
