@@ -23,8 +23,8 @@ _ROW_PACKERS: dict = {}
 
 
 def _short(value, limit: int = 60) -> str:
-    """`repr(value)`, cut to `limit` characters: error messages stay one short line."""
-    text = repr(value)
+    """`repr(value)` on one line, cut to `limit` characters: error messages stay one short line."""
+    text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -77,6 +77,8 @@ def _is_missing_label(y) -> bool:
 def _as_matrix(X, name: str = "X") -> np.ndarray:
     """`X` as a C-contiguous float64 2-d array, or one line saying why it is not one."""
     try:
+        if X is None or isinstance(X, (str, bytes, dict)):  # numpy would make NaN or fail oddly
+            raise TypeError
         A = np.ascontiguousarray(X, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(

@@ -1,6 +1,6 @@
 """The first use on a fresh install: seconds from a new process to a model's first prediction.
 
-`python -m evaluation bench first_use` runs, in a subprocess with an empty Numba cache
+`python -m evaluation bench first_use [DHBM DHDA ...]` runs, in a subprocess with an empty Numba cache
 (`NUMBA_CACHE_DIR` set to a new temporary directory), what a new user's first lines do: import
 `river_dhbm`, build a model, learn one mini-batch of 20 rows and predict; and the same with the
 cache warm. The models benchmark (`bench models`) reports the DHBM's figures too.
@@ -188,11 +188,11 @@ def format_table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m evaluation bench first_use", description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="DHBM",
-                        help=f"comma-separated, from {', '.join(FIRST_USE_MODELS)} (default DHBM)")
+    parser.add_argument("models", nargs="*", default=["DHBM"],
+                        help=f"from {', '.join(FIRST_USE_MODELS)} (default DHBM)")
     parser.add_argument("--no-warm", action="store_true", help="only the empty-cache run")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    models = args.models
     unknown = [m for m in models if m not in FIRST_USE_MODELS]
     if unknown:
         print(f"error: unknown model {unknown[0]!r}; choose from {', '.join(FIRST_USE_MODELS)}",
