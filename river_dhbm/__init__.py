@@ -9,4 +9,9 @@ from .dhda import DHDA
 from .hsda import HSDA
 from .pseudo_label import PseudoLabelMLP
 
+from . import blas, dhbm_kernels, dhda_kernels, first_use, kernels, mlp_kernels, sben  # noqa: I001
+
+# one compiled version per kernel and argument types: a shorter first use (see first_use.py)
+first_use.compile_without_literals(blas, kernels, dhbm_kernels, dhda_kernels, mlp_kernels, sben)
+
 __all__: list[str] = ["DHBM", "DHDA", "HSDA", "PseudoLabelMLP", "SBEN"]

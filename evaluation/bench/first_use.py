@@ -190,7 +190,6 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m evaluation bench first_use", description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=["DHBM"],
                         help=f"from {', '.join(FIRST_USE_MODELS)} (default DHBM)")
-    parser.add_argument("--no-warm", action="store_true", help="only the empty-cache run")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     models = args.models
     unknown = [m for m in models if m not in FIRST_USE_MODELS]
@@ -198,9 +197,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown model {unknown[0]!r}; choose from {', '.join(FIRST_USE_MODELS)}",
               file=sys.stderr)
         return 2
-    rows = bench_first_use(models, warm=not args.no_warm)
+    rows = bench_first_use(models)
     print(format_table(rows))
     cold = [r["to_first_prediction"] for r in rows if r["cache"] == "empty"]
     print(f"\nslowest first prediction with an empty cache: {max(cold):.1f} s "
           f"(target <= {TARGET_FIRST_USE:.0f} s)")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
