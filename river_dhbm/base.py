@@ -40,18 +40,8 @@ from .inputs import (  # noqa: F401 (re-exported: the names base.py always had)
     _row_packer,
     _short,
 )
-from .param_checks import (  # noqa: F401 (re-exported for the models)
-    _check_beta_schedule,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
-    _check_range,
-    _check_seed,
-    _is_real,
-)
+from .param_checks import *  # noqa: F403 (the checks the models import from here)
+from .param_checks import _check_int, _check_seed
 
 if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s at import)
     import pandas as pd

@@ -19,6 +19,7 @@ __all__ = [
     "_check_probability",
     "_check_range",
     "_check_seed",
+    "_is_real",
 ]
 
 

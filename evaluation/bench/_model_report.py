@@ -6,17 +6,7 @@ import datetime
 import os
 import platform
 
-from ._model_setup import (  # noqa: F401
-    BATCH_SIZE,
-    OURS,
-    SETUPS,
-    TARGET_LOGREG_RATIO,
-    TARGET_LOOP_COST,
-    TARGET_RATE,
-    TARGET_REPRODUCE_MIN,
-    TARGET_STARTUP,
-    TARGET_VARIANT_RATIO,
-)
+from . import _model_setup as S  # the set-ups and the issue's targets
 from .first_use import format_startup
 
 # ---------------------------------------------------------------------------------- report
@@ -39,17 +29,17 @@ def targets(rows: list[dict], startup: list[dict] | None = None, jobs: int = 2) 
     def add(name, value, ok, detail=""):
         out.append({"name": name, "value": value, "ok": ok, "detail": detail})
 
-    for setup in SETUPS:
+    for setup in S.SETUPS:
         mf_arr = _find(rows, setup, "dhbm-mf", "prequential", "default")
         mf_dict = _find(rows, setup, "dhbm-mf", "progressive_val_score", "default")
         if mf_arr and mf_arr["vs_logreg"] is not None:
             v, detail = _steadier(mf_arr, "vs_logreg", "paired_vs_logreg")
-            add(f"{setup}: DHBM-MF array path >= {TARGET_LOGREG_RATIO:g}x LogisticRegression",
-                f"{v:.1f}x", v >= TARGET_LOGREG_RATIO, detail)
+            add(f"{setup}: DHBM-MF array path >= {S.TARGET_LOGREG_RATIO:g}x LogisticRegression",
+                f"{v:.1f}x", v >= S.TARGET_LOGREG_RATIO, detail)
         if mf_arr and setup == "led":
             v = mf_arr["instances_per_s"]
-            add(f"led: DHBM-MF array path >= {TARGET_RATE:,} instances/s (one core)",
-                f"{v:,.0f}/s", v >= TARGET_RATE)
+            add(f"led: DHBM-MF array path >= {S.TARGET_RATE:,} instances/s (one core)",
+                f"{v:,.0f}/s", v >= S.TARGET_RATE)
         if mf_dict and mf_dict["vs_loop"] is not None:
             v, detail = _steadier(mf_dict, "vs_loop", "paired_vs_loop")
             # the highest floor measured: River's loop with our checks (and one-row
@@ -65,27 +55,27 @@ def targets(rows: list[dict], startup: list[dict] | None = None, jobs: int = 2) 
                     f"whole test-then-train {mf_arr['vs_loop']:.2f}x = "
                     f"{floor['vs_loop'] + mf_arr['vs_loop']:.2f}x"
                 )
-            add(f"{setup}: DHBM-MF dict path cost <= {TARGET_LOOP_COST:g}x River's loop",
-                f"{v:.1f}x", v <= TARGET_LOOP_COST, detail.lstrip("; "))
+            add(f"{setup}: DHBM-MF dict path cost <= {S.TARGET_LOOP_COST:g}x River's loop",
+                f"{v:.1f}x", v <= S.TARGET_LOOP_COST, detail.lstrip("; "))
         for other in ("dhbm-sap", "dhda"):
             for route, mf in (("prequential", mf_arr), ("progressive_val_score", mf_dict)):
                 row = _find(rows, setup, other, route, "default")
                 if row and mf:
                     v = mf["instances_per_s"] / row["instances_per_s"]
-                    add(f"{setup}: {OURS[other][0]} within {TARGET_VARIANT_RATIO:g}x of DHBM-MF"
-                        f" ({route})", f"{v:.2f}x DHBM-MF's time", v <= TARGET_VARIANT_RATIO)
+                    add(f"{setup}: {S.OURS[other][0]} within {S.TARGET_VARIANT_RATIO:g}x of DHBM-MF"
+                        f" ({route})", f"{v:.2f}x DHBM-MF's time", v <= S.TARGET_VARIANT_RATIO)
     for row in (startup or [])[:2]:
         v, wall = row["cpu_to_first_prediction"], row["to_first_prediction"]
-        add(f"fresh process to first prediction < {TARGET_STARTUP:g} s ({row['cache']})",
-            f"{v:.2f} s CPU ({wall:.2f} s wall)", v < TARGET_STARTUP,
+        add(f"fresh process to first prediction < {S.TARGET_STARTUP:g} s ({row['cache']})",
+            f"{v:.2f} s CPU ({wall:.2f} s wall)", v < S.TARGET_STARTUP,
             "CPU time of the child process, the wall time depends on the machine's load; "
             f"importing `streams` too and running its first block: "
             f"{row['cpu_to_first_stream_block']:.2f} s CPU")
     minutes = reproduce_minutes(rows, jobs)
     if minutes is not None:
         add(f"`reproduce` (2 streams x 4 models x 10 trials x 1,000,000) < "
-            f"{TARGET_REPRODUCE_MIN:g} min on {jobs} cores", f"~{minutes:.0f} min (estimate)",
-            minutes < TARGET_REPRODUCE_MIN,
+            f"{S.TARGET_REPRODUCE_MIN:g} min on {jobs} cores", f"~{minutes:.0f} min (estimate)",
+            minutes < S.TARGET_REPRODUCE_MIN,
             "estimated from the paper-settings array-path CPU rates, perfect scaling over "
             f"{jobs} jobs")
     return out
@@ -107,8 +97,8 @@ def reproduce_minutes(rows: list[dict], jobs: int = 2, trials: int = 10,
     """Estimated minutes of `python -m evaluation reproduce` from the paper-settings rates of
     the array path (None unless all four models on both set-ups were measured)."""
     seconds = 0.0
-    for setup in SETUPS:
-        for model in OURS:
+    for setup in S.SETUPS:
+        for model in S.OURS:
             row = _find(rows, setup, model, "prequential", "paper")
             if row is None:
                 return None
@@ -158,7 +148,7 @@ def report(rows, startup, checks, command: str) -> str:
         f"# Model speed ({now})",
         "",
         f"Command: `{command}`. {n:,} test-then-train instances per run, median of {reps} "
-        f"repeats, 10 % labels (mini-batches of {BATCH_SIZE}). Python "
+        f"repeats, 10 % labels (mini-batches of {S.BATCH_SIZE}). Python "
         f"{platform.python_version()}, {os.cpu_count()} CPUs, load average {load} at the end.",
         "Rates from process CPU time; `x LogisticRegression` is the CPU rate over River's "
         "one-vs-rest LogisticRegression's on the same set-up and route; `cost / River's loop` "

@@ -151,8 +151,11 @@ def first_use_time(model: str = "DHBM", cold: bool = True) -> dict:
         spawned = time.time()
         done = subprocess.run(
             [sys.executable, "-c", _FIRST_USE_SCRIPT, model], env=env, capture_output=True,
-            text=True, check=True,
+            text=True,
         )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the {model} process failed: {last}")
     marks = json.loads(done.stdout.strip().splitlines()[-1])
     notice = [line for line in done.stderr.splitlines() if line.startswith("river_dhbm:")]
     return {"model": model, "cache": "empty" if cold else "warm",
@@ -197,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown model {unknown[0]!r}; choose from {', '.join(FIRST_USE_MODELS)}",
               file=sys.stderr)
         return 2
-    rows = bench_first_use(models)
+    try:
+        rows = bench_first_use(models)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(format_table(rows))
     cold = [r["to_first_prediction"] for r in rows if r["cache"] == "empty"]
     print(f"\nslowest first prediction with an empty cache: {max(cold):.1f} s "
