@@ -74,6 +74,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     _PAPER_SETTINGS: dict = {}
     _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
     _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
+    _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
 
     def __init__(self, batch_size: int = 20, seed: int | None = None):
         self.batch_size = batch_size
@@ -102,6 +103,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         self._n_buf = 0
         self._n_buf_labeled = 0
         self._staged = None
+        self._memory = None
         self.n_updates = 0
         self.n_labeled_seen = 0
 
@@ -276,7 +278,9 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     def _add_class(self) -> None:
         raise NotImplementedError
 
-    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _update(self, X: np.ndarray, y: np.ndarray, P: np.ndarray | None = None) -> None:
+        """One update on the mini-batch `(X, y)`; `P` is its prediction when the caller
+        already has it (the confident proxy labels need it)."""
         raise NotImplementedError
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
@@ -286,7 +290,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         """`_proba(X)`, then `_update(X, y)`; models whose update starts with the prediction's
         own pass override it to compute that pass once."""
         P = self._proba(X)
-        self._update(X, y)
+        self._update(X, y, P)
         return P
 
     def _proba_row(self, row: np.ndarray) -> list:

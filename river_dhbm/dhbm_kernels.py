@@ -11,6 +11,7 @@ from numba import njit
 
 from river_dhbm.blas import gemm
 from river_dhbm.kernels import _JIT
+from river_dhbm.scarce_labels import confident_labels, memory_push, memory_replay
 
 from river_dhbm.kernels import (
     COL_B,
@@ -210,14 +211,16 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
 
 @njit(**_JIT)
 def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
-                lr, alpha, beta, disc_weight, hard, mask, part_x, part_h, part_y, part_mask,
+                lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y, part_mask,
                 noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t,
                 moments, step):
     """One learning step of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
 
     `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
     1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
-    2. `P = p(y | v)`; targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
+    2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
+       its predicted class in `y` (in place: a proxy label, learnt as a labeled row; above 1:
+       none); targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
        (`hard` False) or its one-hot argmax (`hard` True);
     3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
     4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
@@ -233,7 +236,7 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
        or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
        `step >= 1`, see `adam_step`).
     Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
-    [n, D]`; `P, T, Y [n, C]`; `wrow, wdisc [n]`; `theta_t` of `theta`'s length for the
+    [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]` (their first `n` rows are used); `theta_t` of `theta`'s length for the
     transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none.
     """
     # the buffers as borrowed views: no reference counting in the calls below (`borrowed`)
@@ -246,9 +249,16 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     L = sizes.shape[0] - 1
     A = n * hcum[L]
     C = n_classes
+    xrec, P, T, Y = borrow(xrec, 0, (n, D)), borrow(P, 0, (n, C)), borrow(T, 0, (n, C)), borrow(
+        Y, 0, (n, C))
+    wrow, wdisc = borrow(wrow, 0, (n,)), borrow(wdisc, 0, (n,))
     if theta_t.size > 0:
         transpose_weights(theta, off, sizes, C, theta_t)
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
+    if C > 0:
+        joint_proba(act, n, theta, off, sizes, hcum, C, P)
+        if confidence <= 1.0:
+            confident_labels(y, P, n, confidence)
 
     n_lab = 0
     for r in range(n):
@@ -262,7 +272,6 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
             wrow[r] = beta / n_unlab
         wdisc[r] = disc_weight * wrow[r]
     if C > 0:
-        joint_proba(act, n, theta, off, sizes, hcum, C, P)
         for r in range(n):
             if y[r] >= 0:
                 for k in range(C):
@@ -326,20 +335,34 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
 def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, off, sizes, hcum,
                          n_classes, kind, mf_steps, lr, alpha, disc_weight, hard, part_x,
                          part_h, part_y, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                         wdisc, theta_t, moments):
+                         wdisc, theta_t, moments, mem_X, mem_y, mem_state, uniforms, replay,
+                         confidence, labeled_seen, warm_up):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
     dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0]` rows of `X`
     in turn, with `codes` as its `y`, `betas[b]` as the `beta` of block `b` and update number
     `first_step + b`. `predicted [len(X)]` receives each row's most probable class BEFORE its
     update: the argmax of the update's own `P`, which is the prediction (`dhbm_proba` with
-    scale 1 and no refinement)."""
-    n = P.shape[0]
+    scale 1 and no refinement). Each update also learns `replay` rows of the label memory
+    `(mem_X, mem_y, mem_state)` drawn by `uniforms[b * replay:]`, then stores the block's
+    labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows have
+    been seen (`labeled_seen` before this run), as `scarce_labels.learning_batch` does."""
+    n = P.shape[0] - replay
+    D = X.shape[1]
+    Xa = np.empty((n + replay, D))
+    ya = np.empty(n + replay, dtype=np.int64)
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
-        dhbm_update(X[rows], codes[rows], theta, grad, off, sizes, hcum, n_classes, kind, MF,
-                    mf_steps, lr, alpha, betas[b], disc_weight, hard, empty, part_x, part_h,
-                    part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                    wdisc, theta_t, moments, first_step + b)
+        for r in range(b * n, (b + 1) * n):
+            if codes[r] >= 0:
+                labeled_seen += 1
+        m = memory_replay(mem_X, mem_y, mem_state, X[rows], codes[rows], n,
+                          uniforms[b * replay : (b + 1) * replay], Xa, ya)
+        memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
+        gate = confidence if labeled_seen >= warm_up else 2.0
+        dhbm_update(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes, hcum, n_classes, kind, MF,
+                    mf_steps, lr, alpha, betas[b], gate, disc_weight, hard, empty, part_x,
+                    part_h, part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y,
+                    wrow, wdisc, theta_t, moments, first_step + b)
         for r in range(n):
             predicted[b * n + r] = np.argmax(borrow(P, r * P.shape[1], (P.shape[1],)))
 

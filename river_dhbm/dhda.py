@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from river_dhbm import scarce_labels
 from . import dhda_kernels, kernels
 from .base import (
     HybridClassifier,
@@ -74,6 +75,17 @@ class DHDA(HybridClassifier):
         (the paper's setting).
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
+    learn_unlabeled
+        Whether unlabeled rows teach the model anything. `False` zeroes their weight (`beta`)
+        and turns the confident proxy labels off, and changes nothing else (the same batches,
+        updates and draws): the ablation that measures what unlabeled rows are worth.
+    replay
+        Labeled rows drawn from the label memory and added to every update (0: none).
+    memory_size
+        How many of the latest labeled rows the label memory keeps.
+    confidence
+        An unlabeled row whose predicted class has at least this probability is learnt as a
+        labeled row of that class (a proxy label), once 50 labeled rows have been seen.
     batch_size
         Instances per update.
     seed
@@ -103,7 +115,7 @@ class DHDA(HybridClassifier):
 
     >>> model = DHDA(learning_rate=0.1, seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 17.13%
+    Accuracy: 24.88%
 
     Notes
     -----
@@ -171,6 +183,8 @@ class DHDA(HybridClassifier):
         "pseudo_label": "hard",
         "discriminative_weight": 0.0,
         "activation": "sigmoid",
+        "replay": 0,
+        "confidence": 1.0,
         "batch_size": 20,
     }
 
@@ -188,6 +202,10 @@ class DHDA(HybridClassifier):
         pseudo_label: str = "soft",
         discriminative_weight: float = 1.0,
         activation: str = "sigmoid",
+        learn_unlabeled: bool = True,
+        replay: int = 4,
+        memory_size: int = 2000,
+        confidence: float = 0.9,
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -204,6 +222,10 @@ class DHDA(HybridClassifier):
         self.pseudo_label = pseudo_label
         self.discriminative_weight = discriminative_weight
         self.activation = activation
+        self.learn_unlabeled = learn_unlabeled
+        self.replay = replay
+        self.memory_size = memory_size
+        self.confidence = confidence
         self._check_params()
         self._reset_state()
 
@@ -221,6 +243,7 @@ class DHDA(HybridClassifier):
         _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
         _check_non_negative("discriminative_weight", self.discriminative_weight)
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
+        scarce_labels.check_params(self)
 
     @classmethod
     def _unit_test_params(cls):
@@ -263,7 +286,8 @@ class DHDA(HybridClassifier):
         self._off = kernels.param_layout(self._sizes, C)
         self._grad = np.zeros_like(self._theta)
 
-    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
+        X, y = scarce_labels.learning_batch(self, X, y, P)
         n = X.shape[0]
         A = int(self._hcum[-1])
         rng = self._rng
@@ -280,7 +304,7 @@ class DHDA(HybridClassifier):
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse", self.mf_steps,
             float(self.learning_rate), float(self.alpha),
-            beta_at(self.beta, self.beta_schedule, self.n_updates),
+            beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
             float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from river_dhbm import scarce_labels
 from . import dhda_kernels, kernels
 from .base import (
     HybridClassifier,
@@ -59,6 +60,17 @@ class HSDA(HybridClassifier):
         `"hard"` (its predicted class).
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
+    learn_unlabeled
+        Whether unlabeled rows teach the model anything. `False` zeroes their weight (`beta`)
+        and turns the confident proxy labels off, and changes nothing else (the same batches,
+        updates and draws): the ablation that measures what unlabeled rows are worth.
+    replay
+        Labeled rows drawn from the label memory and added to every update (0: none).
+    memory_size
+        How many of the latest labeled rows the label memory keeps.
+    confidence
+        An unlabeled row whose predicted class has at least this probability is learnt as a
+        labeled row of that class (a proxy label), once 50 labeled rows have been seen.
     batch_size
         Instances per update.
     seed
@@ -88,7 +100,7 @@ class HSDA(HybridClassifier):
 
     >>> model = HSDA(learning_rate=0.1, seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 20.50%
+    Accuracy: 26.66%
 
     Notes
     -----
@@ -137,6 +149,8 @@ class HSDA(HybridClassifier):
         "dropout": 0.5,
         "pseudo_label": "hard",
         "activation": "sigmoid",
+        "replay": 0,
+        "confidence": 1.0,
         "batch_size": 20,
     }
 
@@ -152,6 +166,10 @@ class HSDA(HybridClassifier):
         dropout: float = 0.0,
         pseudo_label: str = "soft",
         activation: str = "sigmoid",
+        learn_unlabeled: bool = True,
+        replay: int = 4,
+        memory_size: int = 2000,
+        confidence: float = 0.9,
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -166,6 +184,10 @@ class HSDA(HybridClassifier):
         self.dropout = dropout
         self.pseudo_label = pseudo_label
         self.activation = activation
+        self.learn_unlabeled = learn_unlabeled
+        self.replay = replay
+        self.memory_size = memory_size
+        self.confidence = confidence
         self._check_params()
         self._reset_state()
 
@@ -181,6 +203,7 @@ class HSDA(HybridClassifier):
         _check_probability("dropout", self.dropout)
         _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
+        scarce_labels.check_params(self)
 
     @classmethod
     def _unit_test_params(cls):
@@ -236,7 +259,8 @@ class HSDA(HybridClassifier):
         self._layout(C)
         self._grad = np.zeros_like(self._theta)
 
-    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
+        X, y = scarce_labels.learning_batch(self, X, y, P)
         n = X.shape[0]
         rng = self._rng
         if self.dropout > 0:
@@ -252,7 +276,7 @@ class HSDA(HybridClassifier):
             X, y, self._theta, self._grad, self._bases, self._offs, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse",
             float(self.learning_rate), float(self.alpha),
-            beta_at(self.beta, self.beta_schedule, self.n_updates),
+            beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
             self.pseudo_label == "hard", mask, kappa,
         )
 

@@ -141,7 +141,8 @@ def test_update_matches_reference(case, C, adam, mirror):
     work = [np.zeros(n * A) for _ in range(4)] + [np.zeros(max(n, M) * max(sizes.max(), D))]
     work += [np.zeros((n, D))] + [np.zeros((n, C)) for _ in range(3)] + [np.zeros(n), np.zeros(n)]
     work += [np.full_like(theta, np.nan) if mirror else np.zeros(0)]  # rebuilt by the update
-    DK.dhbm_update(X, y, got[0], grad, off, sizes, hcum, C, kind, estimator, mf_steps, *args,
+    no_proxy = args[:3] + (2.0,) + args[3:]  # confidence above 1: no proxy labels
+    DK.dhbm_update(X, y, got[0], grad, off, sizes, hcum, C, kind, estimator, mf_steps, *no_proxy,
                    got[1], got[2], got[3], part_mask, noise_h, noise_v, *work,
                    got[4] if adam else np.zeros(0), 3)
     assert not np.array_equal(got[0], theta)

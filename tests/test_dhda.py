@@ -201,7 +201,7 @@ def test_unlabeled_rows_learn_reconstructions_before_any_label():
 
 
 def test_beta_zero_ignores_unlabeled_rows():
-    model = DHDA(hidden_sizes=(4,), beta=0.0, batch_size=5, seed=0)
+    model = DHDA(hidden_sizes=(4,), beta=0.0, replay=0, batch_size=5, seed=0)
     X, y = _batch(10, 3, 2, 10, seed=13)
     model.learn_arrays(X[:5], y[:5])
     before = model._theta.copy()

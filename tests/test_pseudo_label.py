@@ -168,7 +168,7 @@ def test_each_term_is_averaged_over_its_own_rows():
 
 
 def test_unlabeled_only_batch_with_beta_zero_changes_nothing():
-    model = PseudoLabelMLP(hidden_sizes=(6,), beta=0.0, batch_size=5, seed=0)
+    model = PseudoLabelMLP(hidden_sizes=(6,), beta=0.0, replay=0, batch_size=5, seed=0)
     X, y = _batch(10, 3, 2, 10, seed=12)
     model.learn_arrays(X[:5], y[:5])
     before = model._theta.copy()

@@ -1,0 +1,166 @@
+"""The label memory and the confident proxy labels (`river_dhbm.scarce_labels`), and the
+`learn_unlabeled` ablation of every model."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP, dhbm_kernels, scarce_labels
+from river_dhbm.scarce_labels import (
+    LabelMemory,
+    confident_labels,
+    memory_push,
+    memory_replay,
+)
+from test_test_then_train import _assert_same_model, _batch_by_batch
+
+MODELS = {
+    "dhbm-mf": lambda **kw: DHBM(hidden_sizes=(6,), batch_size=5, seed=1, **kw),
+    "dhbm-sap": lambda **kw: DHBM(hidden_sizes=(6,), estimator="sap", n_particles=2,
+                                  batch_size=5, seed=1, **kw),
+    "sben": lambda **kw: SBEN(hidden_sizes=(6, 4), batch_size=5, seed=1, **kw),
+    "dhda": lambda **kw: DHDA(hidden_sizes=(6,), batch_size=5, seed=1, **kw),
+    "hsda": lambda **kw: HSDA(hidden_sizes=(6, 4), batch_size=5, seed=1, **kw),
+    "pl-mlp": lambda **kw: PseudoLabelMLP(hidden_sizes=(6,), batch_size=5, seed=1, **kw),
+}
+
+
+def _stream(n, d=4, ratio=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    X = np.clip(0.2 + 0.3 * np.eye(3, d)[y] + 0.2 * rng.random((n, d)), 0, 1)
+    return X, y, rng.random(n) < ratio
+
+
+def test_memory_keeps_the_latest_labeled_rows_as_a_ring():
+    memory = LabelMemory(3, 2)
+    X = np.arange(10.0).reshape(5, 2)
+    memory_push(memory.X, memory.y, memory.state, X, np.array([0, -1, 1, 2, 1]), 5)
+    assert memory.count == 3
+    # four labeled rows went into three slots: the first was overwritten by the last
+    assert sorted(memory.y.tolist()) == [1, 1, 2]
+    assert sorted(map(tuple, memory.X.tolist())) == [(4.0, 5.0), (6.0, 7.0), (8.0, 9.0)]
+
+
+def test_replay_appends_drawn_rows_after_the_batch():
+    memory = LabelMemory(4, 2)
+    memory_push(memory.X, memory.y, memory.state, np.array([[1.0, 1], [2, 2]]),
+                np.array([5, 6]), 2)
+    batch, codes = np.zeros((3, 2)), np.array([-1, 0, -1])
+    out_X, out_codes = np.empty((5, 2)), np.empty(5, dtype=np.int64)
+    m = memory_replay(memory.X, memory.y, memory.state, batch, codes, 3,
+                      np.array([0.9, 0.1]), out_X, out_codes)
+    assert m == 5
+    np.testing.assert_array_equal(out_codes, [-1, 0, -1, 6, 5])  # int(u * 2): rows 1, 0
+    np.testing.assert_array_equal(out_X[3:], [[2, 2], [1, 1]])
+    empty = LabelMemory(4, 2)
+    assert memory_replay(empty.X, empty.y, empty.state, batch, codes, 3,
+                         np.array([0.5, 0.5]), out_X, out_codes) == 3
+
+
+def test_confident_labels_only_label_unlabeled_rows_over_the_threshold():
+    codes = np.array([-1, -1, 2, -1])
+    P = np.array([[0.95, 0.05, 0], [0.6, 0.4, 0], [0.99, 0, 0.01], [0, 0.1, 0.9]])
+    assert confident_labels(codes, P, 4, 0.9) == 2
+    np.testing.assert_array_equal(codes, [0, -1, 2, 2])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_learn_unlabeled_false_ignores_what_the_unlabeled_rows_hold(name):
+    """The ablation: two streams with the same labeled rows and different unlabeled ones
+    give the same model, while the model that learns from unlabeled rows tells them apart."""
+    X, y, labeled = _stream(400)
+    other = X.copy()
+    other[~labeled] = np.random.default_rng(9).random(((~labeled).sum(), X.shape[1]))
+    thetas = {}
+    for flag in (False, True):
+        a, b = MODELS[name](learn_unlabeled=flag), MODELS[name](learn_unlabeled=flag)
+        a.learn_arrays(X, y, labeled)
+        b.learn_arrays(other, y, labeled)
+        thetas[flag] = (a._theta, b._theta)
+        assert a.n_updates == b.n_updates == 80
+    np.testing.assert_array_equal(*thetas[False])
+    assert not np.array_equal(*thetas[True])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_replay_adds_memory_rows_to_each_update(name):
+    """With `replay`, labeled rows keep teaching after their own update: the same stream
+    learnt with and without replay gives different models, and the memory holds the latest
+    labeled rows."""
+    X, y, labeled = _stream(200)
+    with_replay, without = MODELS[name](replay=3, memory_size=7), MODELS[name](replay=0)
+    with_replay.learn_arrays(X, y, labeled)
+    without.learn_arrays(X, y, labeled)
+    assert not np.allclose(with_replay._theta, without._theta)
+    memory = with_replay._memory
+    assert memory.count == 7
+    latest = np.nonzero(labeled)[0][-7:]
+    assert sorted(map(tuple, memory.X.tolist())) == sorted(map(tuple, X[latest].tolist()))
+
+
+def test_proxy_labels_start_after_the_warm_up():
+    model = DHBM(hidden_sizes=(6,), batch_size=5, seed=1)
+    assert scarce_labels.proxy_confidence(model) > 1.0
+    model.n_labeled_seen = scarce_labels.PSEUDO_LABEL_WARM_UP
+    assert scarce_labels.proxy_confidence(model) == 0.9
+    model.learn_unlabeled = False
+    assert scarce_labels.proxy_confidence(model) > 1.0
+
+
+def test_dhbm_kernel_proxy_labels_are_labeled_rows():
+    """`dhbm_update` with a confidence equals the update without one on the batch whose
+    confident unlabeled rows carry their predicted class."""
+    X, y, labeled = _stream(300, ratio=0.5)
+    model = DHBM(hidden_sizes=(6,), batch_size=20, replay=0, seed=1)
+    model.learn_arrays(X[:200], y[:200], labeled[:200])
+    batch, codes = X[200:220], np.where(labeled[200:220], y[200:220], -1)
+    P = model.predict_proba_arrays(batch)
+    threshold = float(np.median(P.max(axis=1)[codes < 0]))  # some rows pass, some do not
+    expected_codes = codes.copy()
+    assert 0 < confident_labels(expected_codes, P, 20, threshold) < (codes < 0).sum()
+
+    def step(confidence, y_codes):
+        m = copy.deepcopy(model)
+        dhbm_kernels.dhbm_update(
+            batch, y_codes.copy(), m._theta, m._grad, m._off, m._sizes, m._hcum, 3, m._kind,
+            m._estimator, 0, 0.003, 1.0, 0.1, confidence, 1.0, False, m._empty, m._part_x,
+            m._part_h, m._part_y, m._empty, m._empty, m._empty, *m._work_arrays(),
+            m._moments, m.n_updates + 1,
+        )
+        return m._theta
+
+    np.testing.assert_array_equal(step(threshold, codes), step(2.0, expected_codes))
+    assert not np.array_equal(step(threshold, codes), step(2.0, codes))
+
+
+@pytest.mark.parametrize("ratio", [0.1, 0.02])
+def test_dhbm_one_call_run_replays_and_proxy_labels_as_the_batch_path(ratio):
+    """The fused run keeps its own copy of the memory logic: over a stream long enough for
+    the proxy labels to start, it gives exactly the per-batch model."""
+    X, y, labeled = _stream(4000, ratio=ratio, seed=3)
+    labeled[:5] = True  # every class known from the first batch on: whole runs are fused
+    y[:3] = [0, 1, 2]
+    fused = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, seed=1)
+    reference = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, seed=1)
+    predicted = fused.test_then_train_arrays(X, y, labeled)
+    expected = _batch_by_batch(reference, X, y, labeled, 5)
+    assert fused.n_labeled_seen > scarce_labels.PSEUDO_LABEL_WARM_UP
+    np.testing.assert_array_equal(predicted, expected)
+    _assert_same_model(fused, reference, X[:50])
+    np.testing.assert_array_equal(fused._memory.X, reference._memory.X)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"learn_unlabeled": 1}, r"Invalid learn_unlabeled \(1\)"),
+    ({"replay": -1}, r"Invalid replay \(-1\)"),
+    ({"memory_size": 0}, r"Invalid memory_size \(0\)"),
+    ({"confidence": 0.0}, r"Invalid confidence \(0.0\)"),
+    ({"confidence": 1.5}, r"Invalid confidence \(1.5\)"),
+])
+def test_bad_parameters_name_the_value(params, match):
+    with pytest.raises(ValueError, match=match):
+        DHBM(**params)
