@@ -17,10 +17,10 @@ __all__ = ["announce_compilation", "compile_without_literals", "is_cache_cold"]
 #: Model class name -> (its learning kernel "module:function", seconds to compile it here).
 FIRST_KERNELS = {
     "DHBM": ("river_dhbm.dhbm_kernels:dhbm_update", 15),
-    "SBEN": ("river_dhbm.sben:sben_update", 20),
-    "DHDA": ("river_dhbm.dhda_kernels:dhda_update", 10),
-    "HSDA": ("river_dhbm.dhda_kernels:hsda_update", 10),
-    "PseudoLabelMLP": ("river_dhbm.mlp_kernels:mlp_update", 5),
+    "SBEN": ("river_dhbm.sben:sben_update", 18),
+    "DHDA": ("river_dhbm.dhda_kernels:dhda_update", 13),
+    "HSDA": ("river_dhbm.dhda_kernels:hsda_update", 13),
+    "PseudoLabelMLP": ("river_dhbm.mlp_kernels:mlp_update", 8),
 }
 
 _announced: set = set()  # kernels already announced (or found warm) in this process
