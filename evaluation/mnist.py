@@ -59,6 +59,7 @@ from .mnist_trainer import (  # noqa: F401
     batch_plan,
     build_model,
     error_rate,
+    planned_updates,
     run_specs,
     run_trial,
     select,

@@ -208,8 +208,9 @@ class InputChecks:
         else:
             index = keep.nonzero()[0]
             pairs = [(i, v) for i, v in zip(index.tolist(), y[index].tolist()) if v is not None]
-        for _, v in pairs:
-            _check_label(v)
+        if y.dtype == object:  # numbers and strings always hash: only objects need a look
+            for _, v in pairs:
+                _check_label(v)
         return X, features, pairs
 
     @staticmethod
