@@ -195,6 +195,14 @@ def test_label_mask_bad_arguments(kwargs, words):
     assert words in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("chunk_size", [0, "a", 2.5])
+def test_label_mask_bad_chunk_size(chunk_size):
+    dataset = streams.LabelMask(streams.LED(seed=1), label_ratio=0.1, seed=1)
+    with pytest.raises(ValueError, match=r"Invalid chunk_size") as info:
+        next(dataset.iter_arrays(chunk_size))
+    assert "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize(
     "args, words",
     [
