@@ -5,11 +5,10 @@ from __future__ import annotations
 from river_dhbm.dhbm import DHBM
 from river_dhbm.sben import SBEN
 
+from . import blas, dhbm_kernels, dhda_kernels, first_use, kernels, mlp_kernels, sben
 from .dhda import DHDA
 from .hsda import HSDA
 from .pseudo_label import PseudoLabelMLP
-
-from . import blas, dhbm_kernels, dhda_kernels, first_use, kernels, mlp_kernels, sben  # noqa: I001
 
 # one compiled version per kernel and argument types: a shorter first use (see first_use.py)
 first_use.compile_without_literals(blas, kernels, dhbm_kernels, dhda_kernels, mlp_kernels, sben)

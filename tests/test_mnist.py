@@ -3,12 +3,10 @@ the table, end to end on scikit-learn's 8x8 digits (standing in for MNIST)."""
 
 from __future__ import annotations
 
-
 import pytest
+from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in, write_idx  # noqa: F401
 
 from evaluation import mnist
-
-from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in, write_idx  # noqa: F401
 
 
 def test_cli_missing_data_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):

@@ -7,10 +7,9 @@ import struct
 
 import numpy as np
 import pytest
+from mnist_helpers import digits_as_mnist, idx_bytes, parse, write_idx  # noqa: F401
 
 from evaluation import mnist
-
-from mnist_helpers import digits_as_mnist, idx_bytes, parse, write_idx  # noqa: F401
 
 
 @pytest.mark.parametrize("compress", [False, True])

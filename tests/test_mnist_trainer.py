@@ -7,10 +7,9 @@ import os
 
 import numpy as np
 import pytest
+from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in  # noqa: F401
 
 from evaluation import mnist
-
-from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in  # noqa: F401
 
 
 def test_batch_plan_pairs_labeled_and_unlabeled_minibatches():

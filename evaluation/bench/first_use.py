@@ -1,9 +1,10 @@
 """The first use on a fresh install: seconds from a new process to a model's first prediction.
 
-`python -m evaluation bench first_use [DHBM DHDA ...]` runs, in a subprocess with an empty Numba cache
-(`NUMBA_CACHE_DIR` set to a new temporary directory), what a new user's first lines do: import
-`river_dhbm`, build a model, learn one mini-batch of 20 rows and predict; and the same with the
-cache warm. The models benchmark (`bench models`) reports the DHBM's figures too.
+`python -m evaluation bench first_use [DHBM DHDA ...]` runs, in a subprocess with an empty
+Numba cache (`NUMBA_CACHE_DIR` set to a new temporary directory), what a new user's first
+lines do: import `river_dhbm`, build a model, learn one mini-batch of 20 rows and predict;
+and the same with the cache warm. The models benchmark (`bench models`) reports the DHBM's
+figures too.
 """
 
 from __future__ import annotations
