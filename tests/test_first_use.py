@@ -70,3 +70,18 @@ def test_subclasses_use_their_parents_kernel():
         pass
 
     assert first_use._kernel_of(MyDHBM())[0] is first_use._kernel_of(river_dhbm.DHBM())[0]
+
+
+def test_bench_first_use_table_and_errors(monkeypatch, capsys):
+    from evaluation.bench import first_use as bench
+
+    row = {"model": "DHBM", "cache": "empty", "to_first_prediction": 12.0, "cpu": 11.0,
+           "to_first_loop_prediction": 1.5, "import": 0.3,
+           "notice": "river_dhbm: compiling DHBM's kernels for first use"}
+    table = bench.format_table([row, {**row, "cache": "warm", "notice": ""}]).splitlines()
+    assert len(table) == 4 and all(line.count("|") == table[0].count("|") for line in table)
+    assert "(nothing)" in table[-1]
+    monkeypatch.setattr(bench, "bench_first_use", lambda models: [row])
+    assert bench.main(["DHBM"]) == 0
+    assert "12.0 s (target <= 10 s)" in capsys.readouterr().out
+    assert bench.main(["Nope"]) == 2
