@@ -330,5 +330,5 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return args.func(args)
     except BadArguments as e:
-        print(f"error: {e}", file=sys.stderr)
+        print("error:", " ".join(str(e).split()), file=sys.stderr)  # one line, whatever e says
         return 2

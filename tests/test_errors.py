@@ -229,6 +229,7 @@ def test_unknown_class_count_is_fine_for_our_models():
         (["reproduce", "--trials", "0"], "--trials"),
         (["run", "--config", "stationary", "--set", "learning_rate=abc"], "learning_rate"),
         (["bench", "first_use", "Nope"], "unknown model 'Nope'"),
+        (["plot", "--csv", "README.md", "--out", "unused"], "cannot read 'README.md'"),
     ],
 )
 def test_cli_errors_are_one_line_and_exit_2(argv, words, capsys):
