@@ -5,6 +5,7 @@
     python -m evaluation run --stream led --model dhbm-mf --instances 100000 --seed 3
     python -m evaluation run --stream waveform --model river:tree.HoeffdingTreeClassifier
     python -m evaluation compare --quick                          # vs River's learners
+    python -m evaluation scarcity --quick                         # error against label ratio
     python -m evaluation plot --csv results/reproduce/curves.csv --out figures
     python -m evaluation bench streams
     python -m evaluation mnist --data DIR                         # the paper's table 1
@@ -107,7 +108,8 @@ def _add_run(sub) -> None:
     p = sub.add_parser("run", help="one stream and one model (or a config file)")
     p.add_argument("--stream", help=f"one of {', '.join(registry.STREAMS)}")
     p.add_argument("--model",
-                   help=f"one of {', '.join(registry.MODELS)}, or river:<module>.<Class>")
+                   help=f"one of {', '.join(registry.MODELS)} (also <model>/labeled-only), "
+                   "river:<module>.<Class> or moa:<learner> (e.g. moa:SLEADE)")
     p.add_argument("--config", help="a TOML config (a file or a bundled name); flags override")
     _add_run_flags(p, defaults_from_config=False)
     p.set_defaults(func=_cmd_run, figure="prequential_error")
@@ -152,7 +154,14 @@ def _add_mnist(sub) -> None:
     mnist.add_parser(sub)
 
 
-SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_plot, _add_bench, _add_mnist]
+def _add_scarcity(sub) -> None:
+    from . import scarcity  # owns its flags and its command (`scarcity.run`)
+
+    scarcity.add_parser(sub)
+
+
+SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_scarcity, _add_plot, _add_bench,
+               _add_mnist]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,6 +216,12 @@ def _trials(config: dict, args) -> tuple[list, dict]:
         registry.check_stream_name(name)
     for name in models:
         registry.check_model_name(name)
+    skipped, why = registry.missing_peers(models)
+    if why:  # MOA's peers without capymoa: their rows only are left out
+        models = [m for m in models if m not in skipped]
+        if not models:
+            raise ValueError(why)
+        print(why, file=sys.stderr)
     overrides = dict(args.set)
     trials = [
         Trial(

@@ -44,6 +44,8 @@ class Trial:
     seed: int = 0
     params: dict = field(default_factory=dict, hash=False)
     preset: str = "paper"
+    delay: int = 0  # kept labels reach the learner this many rows late (`streams.LabelMask`)
+    warm_up: int = 0  # the first rows all keep their labels
 
     def seeds(self) -> tuple[int, int, int]:
         return trial_seeds(self.stream, self.model, self.trial, self.seed)
@@ -52,7 +54,8 @@ class Trial:
         """The masked stream and the fresh model of this trial."""
         stream_seed, mask_seed, model_seed = self.seeds()
         dataset = registry.masked_stream(  # label_batch 0 or None: each instance on its own
-            self.stream, stream_seed, self.label_ratio, self.label_batch or None, mask_seed
+            self.stream, stream_seed, self.label_ratio, self.label_batch or None, mask_seed,
+            delay=self.delay, warm_up=self.warm_up,
         )
         model = registry.make_model(
             self.model, dataset.n_features, dataset.n_classes, seed=model_seed,
@@ -76,7 +79,8 @@ def trial_seeds(stream: str, model: str, trial: int, seed: int = 0) -> tuple[int
     """
     stream_seed = _seed(seed, stream, trial, "stream")
     mask_seed = _seed(seed, stream, trial, "mask")
-    model_seed = _seed(seed, stream, model, trial, "model")
+    # an ablation (`<model>/labeled-only`) starts from its model's seed: a paired comparison
+    model_seed = _seed(seed, stream, registry.split_ablation(model)[0], trial, "model")
     return stream_seed, mask_seed, model_seed
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from .delayed import DelayedLabels
 
 __all__ = ["PrequentialResult", "prequential", "takes_unlabeled"]
 
@@ -223,8 +226,9 @@ def _test_then_train_block(model, X, y, labeled, batch_size, losses) -> None:
     losses[known] = labels[predicted[known]] != y[known]
 
 
-def _test_then_train_batches(model, X, y, labeled, batch_size, losses) -> None:
-    """Mini-batch by mini-batch: `predict_proba_arrays`, then `learn_arrays`."""
+def _test_then_train_batches(model, X, y, labeled, batch_size, losses, schedule=None) -> None:
+    """Mini-batch by mini-batch: `predict_proba_arrays`, then `learn_arrays` (of `schedule`'s
+    events when labels come late: `labeled` are then the kept labels)."""
     for b0 in range(0, len(y), batch_size):
         b1 = min(b0 + batch_size, len(y))
         labels = np.asarray(model.classes_)
@@ -233,7 +237,14 @@ def _test_then_train_batches(model, X, y, labeled, batch_size, losses) -> None:
             losses[b0:b1] = labels[P.argmax(axis=1)] != y[b0:b1]
         else:
             losses[b0:b1] = 1.0  # no prediction before the first label: a mistake
-        model.learn_arrays(X[b0:b1], y[b0:b1], labeled[b0:b1])
+        block = X[b0:b1], y[b0:b1], labeled[b0:b1]
+        model.learn_arrays(*(block if schedule is None else schedule.events(*block)))
+
+
+def _schedule(dataset):
+    """The `DelayedLabels` of a dataset with a `delay` (a `LabelMask`), else None."""
+    delay = getattr(dataset, "delay", 0)
+    return DelayedLabels(delay, getattr(dataset, "warm_up", 0)) if delay else None
 
 
 def _run_arrays(dataset, model, n_instances, batch_size, curve, progress) -> None:
@@ -244,6 +255,9 @@ def _run_arrays(dataset, model, n_instances, batch_size, curve, progress) -> Non
         if callable(getattr(model, "test_then_train_arrays", None))
         else _test_then_train_batches
     )
+    schedule = _schedule(dataset)
+    if schedule is not None:  # late labels: the learner's rows differ from the tested ones
+        run = functools.partial(_test_then_train_batches, schedule=schedule)
     done = 0
     for X, y, labeled in _aligned_chunks(_masked_blocks(dataset, chunk_size), batch_size):
         m = min(len(y), n_instances - done)
@@ -273,12 +287,20 @@ def _rows(dataset, chunk_size: int):
             yield x, y, extra[0].get("labeled", True) if extra else True
 
 
+def _learn_delayed(batch, schedule):
+    """The `(x, y, labeled)` learning events of `batch` and the late labels due in it."""
+    xs, ys, kept = zip(*batch)
+    xs, ys, labeled = schedule.events(list(xs), np.array(ys), np.array(kept, dtype=bool))
+    return zip(xs, ys.tolist(), labeled.tolist())
+
+
 def _run_dicts(dataset, model, n_instances, batch_size, curve, progress) -> None:
     semi = takes_unlabeled(model)
     predict, learn = model.predict_one, model.learn_one
     chunk_size = _chunk_size(batch_size)
     losses = np.empty(chunk_size)
     rows = _rows(dataset, chunk_size)
+    schedule = _schedule(dataset) if callable(getattr(dataset, "iter_arrays", None)) else None
     done = n_pending = 0  # losses[:n_pending] are not folded into the curve yet
     while done < n_instances:
         batch = list(itertools.islice(rows, min(batch_size, n_instances - done)))
@@ -290,7 +312,7 @@ def _run_dicts(dataset, model, n_instances, batch_size, curve, progress) -> None
         for i, (x, y, _) in enumerate(batch, start=n_pending):
             y_pred = predict(x)
             losses[i] = 1.0 if y_pred is None or y_pred != y else 0.0
-        for x, y, labeled in batch:
+        for x, y, labeled in batch if schedule is None else _learn_delayed(batch, schedule):
             if semi:
                 learn(x, y if labeled else None, labeled=labeled)
             elif labeled:
@@ -320,6 +342,17 @@ def prequential(
     prediction, e.g. before any label, counts as a mistake), while the model only sees the labels
     the mask kept: this project's models get every row with its `labeled` flag, River's
     supervised models get the labeled rows only.
+
+    Delayed labels and a labeled warm-up come with the dataset (`streams.LabelMask`'s `delay`
+    d and `warm_up` w, both 0 by default: the protocol above). A row at position i >= w whose
+    label the mask keeps is learnt unlabeled in its place, like any other, and again, labeled,
+    right after row i + d - 1 is learnt: within a mini-batch the learner gets each row in
+    order followed by the labels due after it, so with `batch_size=1` a label arrives before
+    row i + d is predicted, exactly as in capymoa's `prequential_ssl_evaluation` with
+    `delay_length=d` (a supervised learner skips the unlabeled showing). The labels of the
+    last d - 1 rows never arrive. The first w rows all keep their labels, which arrive at
+    once (MOA's initial window, which capymoa's Python loop leaves unimplemented, also trains
+    on them labeled, but without testing them; here they are tested like every row).
 
     When the dataset has `iter_arrays` (e.g. `streams.LabelMask`) and the model has the array
     path (`learn_arrays`, `predict_proba_arrays`, `classes_`), the loop runs on numpy blocks with

@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = [
+    "ABLATION_SUFFIX",
     "MODELS",
     "PRESETS",
     "STREAMS",
@@ -18,6 +19,7 @@ __all__ = [
     "make_model",
     "make_stream",
     "masked_stream",
+    "split_ablation",
 ]
 
 #: Stream name -> what it is. `led` and `waveform` are the drifting streams of the paper.
@@ -39,6 +41,19 @@ MODELS = {
 }
 
 RIVER_PREFIX = "river:"
+MOA_PREFIX = "moa:"  # MOA's learners through capymoa (`evaluation.moa_peers`)
+
+#: `<model>/labeled-only`: the same model with every learning from unlabeled rows turned off
+#: (constructor parameter `learn_unlabeled=False`), the ablation that measures their gain.
+ABLATION_SUFFIX = "/labeled-only"
+ABLATION_PARAMS = {"learn_unlabeled": False}
+
+
+def split_ablation(name: str) -> tuple[str, bool]:
+    """`("dhbm-mf", True)` for `"dhbm-mf/labeled-only"`, `(name, False)` otherwise."""
+    if name.endswith(ABLATION_SUFFIX):
+        return name[: -len(ABLATION_SUFFIX)], True
+    return name, False
 
 #: Where this project's models take their settings from: the paper's literal online settings
 #: or the class defaults (the settings that learn best).
@@ -72,13 +87,15 @@ def make_stream(name: str, seed: int):
 
 
 def masked_stream(
-    name: str, seed: int, label_ratio: float, label_batch: int | None, mask_seed: int
+    name: str, seed: int, label_ratio: float, label_batch: int | None, mask_seed: int,
+    delay: int = 0, warm_up: int = 0,
 ):
     """The stream `name` behind a `streams.LabelMask`."""
     import streams
 
     return streams.LabelMask(
-        make_stream(name, seed), label_ratio=label_ratio, batch_size=label_batch, seed=mask_seed
+        make_stream(name, seed), label_ratio=label_ratio, batch_size=label_batch, seed=mask_seed,
+        delay=delay, warm_up=warm_up,
     )
 
 
@@ -103,14 +120,38 @@ def _river_class(name: str):
 
 
 def check_model_name(name: str) -> str:
-    if name.startswith(RIVER_PREFIX):
-        _river_class(name)
-    elif name not in MODELS:
+    base_name, ablation = split_ablation(name)
+    if ablation and base_name not in MODELS:  # River's peers learn the labeled rows only
         raise ValueError(
-            f"Unknown model {name!r}. Known models: {', '.join(MODELS)}, "
-            "or river:<module>.<Class>"
+            f"Invalid model {name!r}: {ABLATION_SUFFIX} applies to this project's models "
+            f"({', '.join(MODELS)})"
+        )
+    if base_name.startswith(RIVER_PREFIX):
+        _river_class(base_name)
+    elif base_name.startswith(MOA_PREFIX):
+        from .moa_peers import check_name
+
+        check_name(base_name)
+    elif base_name not in MODELS:
+        raise ValueError(
+            f"Unknown model {name!r}. Known models: {', '.join(MODELS)} (each also as "
+            f"<model>{ABLATION_SUFFIX}), river:<module>.<Class> or moa:<learner>"
         )
     return name
+
+
+def missing_peers(names) -> tuple[list[str], str | None]:
+    """The MOA peers among `names` that cannot run here (capymoa missing) and one line
+    saying so and how to install it (None when every name can run)."""
+    moa = [n for n in names if n.startswith(MOA_PREFIX)]
+    if not moa:
+        return [], None
+    from .moa_peers import INSTALL_HINT, available
+
+    reason = available()
+    if reason is None:
+        return [], None
+    return moa, f"skipping {', '.join(moa)}: capymoa is not available ({reason}); {INSTALL_HINT}"
 
 
 def _accepts(cls, param: str) -> bool:
@@ -136,14 +177,21 @@ def make_model(
     hidden layers as wide as the input) or the class defaults (`"default"`, what learns best,
     their own architecture), the evaluation's mini-batch size, and `params` on top. A
     `river:<module>.<Class>` model gets `params` (and `seed` when it takes one); a binary River
-    classifier is wrapped in `multiclass.OneVsRestClassifier`.
+    classifier is wrapped in `multiclass.OneVsRestClassifier`. A `moa:<learner>` model is
+    MOA's learner through capymoa (`evaluation.moa_peers`). `<model>/labeled-only` is
+    `<model>` with `learn_unlabeled=False` on top of everything else.
     """
     check_model_name(name)
     check_preset(preset)
+    name, ablation = split_ablation(name)
     _check_count("n_classes", n_classes, name)  # None: unknown, the models find them online
-    if preset == "paper" and not name.startswith(RIVER_PREFIX):
+    if preset == "paper" and not name.startswith((RIVER_PREFIX, MOA_PREFIX)):
         _check_count("n_features", n_features, name, required=True)  # sizes the hidden layers
-    params = dict(params or {})
+    params = dict(params or {}) | (ABLATION_PARAMS if ablation else {})
+    if name.startswith(MOA_PREFIX):
+        from . import moa_peers
+
+        return moa_peers.make(name, n_features, n_classes, seed, params)
     if name.startswith(RIVER_PREFIX):
         cls = _river_class(name)
         if seed is not None and _accepts(cls, "seed"):

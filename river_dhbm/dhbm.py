@@ -84,7 +84,8 @@ class DHBM(HybridClassifier):
         How many of the latest labeled rows the label memory keeps.
     confidence
         An unlabeled row whose predicted class has at least this probability is learnt as a
-        labeled row of that class (a proxy label), once 50 labeled rows have been seen.
+        labeled row of that class (a proxy label), once 50 labeled rows have been seen;
+        `None`: no proxy labels.
     batch_size
         Instances per update.
     seed
@@ -118,7 +119,7 @@ class DHBM(HybridClassifier):
 
     >>> result = prequential(dataset, DHBM(seed=1), 30_000, step=10_000)
     >>> result.faded_error.round(3)
-    array([0.501, 0.261, 0.286])
+    array([0.501, 0.273, 0.286])
 
     Notes
     -----
@@ -204,7 +205,7 @@ class DHBM(HybridClassifier):
         "activation": "sigmoid",
         "optimizer": "sgd",
         "replay": 0,
-        "confidence": 1.0,
+        "confidence": None,
         "batch_size": 20,
     }
 
@@ -225,8 +226,8 @@ class DHBM(HybridClassifier):
         optimizer: str = "adam",
         learn_unlabeled: bool = True,
         replay: int = 4,
-        memory_size: int = 2000,
-        confidence: float = 0.9,
+        memory_size: int = 1000,
+        confidence: float | None = 0.9,
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -358,6 +359,15 @@ class DHBM(HybridClassifier):
     def _current_beta(self) -> float:
         return self._beta_at(self.n_updates)
 
+    def _step_size(self) -> float:
+        # Adam moves every weight by about its step whatever the gradient's size, so the
+        # output of an L-layer stack moves about L times as far per update as one layer's:
+        # dividing by the depth keeps deep stacks as steady as the shallow one (SGD's steps
+        # shrink with the gradients on their own, and the paper's settings stay literal)
+        if self.optimizer == "adam":
+            return float(self.learning_rate) / len(self.hidden_sizes)
+        return float(self.learning_rate)
+
     def _unlabeled_weight(self, beta: float) -> float:
         return beta if self.learn_unlabeled else 0.0
 
@@ -395,7 +405,7 @@ class DHBM(HybridClassifier):
         dhbm_kernels.dhbm_update(
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._estimator, self.mf_steps,
-            float(self.learning_rate), float(self.alpha),
+            self._step_size(), float(self.alpha),
             self._unlabeled_weight(self._current_beta()), scarce_labels.proxy_confidence(self),
             float(self.discriminative_weight), self.pseudo_label == "hard", mask,
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
@@ -427,11 +437,12 @@ class DHBM(HybridClassifier):
         memory = scarce_labels.memory_of(self, X.shape[1])
         # the per-batch path's draws, in its order: `replay` uniforms per update
         uniforms = self._rng.random(n_batches * self.replay)
-        confidence = float(self.confidence) if self.learn_unlabeled else 2.0
+        confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
+            self.confidence)
         dhbm_kernels.dhbm_test_then_train(
             X, codes, betas, self.n_updates + 1, predicted, self._theta, self._grad, self._off,
             self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
-            float(self.learning_rate), float(self.alpha), float(self.discriminative_weight),
+            self._step_size(), float(self.alpha), float(self.discriminative_weight),
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
             self.replay, confidence, self.n_labeled_seen, scarce_labels.PSEUDO_LABEL_WARM_UP,

@@ -85,7 +85,8 @@ class DHDA(HybridClassifier):
         How many of the latest labeled rows the label memory keeps.
     confidence
         An unlabeled row whose predicted class has at least this probability is learnt as a
-        labeled row of that class (a proxy label), once 50 labeled rows have been seen.
+        labeled row of that class (a proxy label), once 50 labeled rows have been seen;
+        `None`: no proxy labels.
     batch_size
         Instances per update.
     seed
@@ -184,7 +185,7 @@ class DHDA(HybridClassifier):
         "discriminative_weight": 0.0,
         "activation": "sigmoid",
         "replay": 0,
-        "confidence": 1.0,
+        "confidence": None,
         "batch_size": 20,
     }
 
@@ -204,8 +205,8 @@ class DHDA(HybridClassifier):
         activation: str = "sigmoid",
         learn_unlabeled: bool = True,
         replay: int = 4,
-        memory_size: int = 2000,
-        confidence: float = 0.9,
+        memory_size: int = 1000,
+        confidence: float | None = 0.9,
         batch_size: int = 20,
         seed: int | None = None,
     ):

@@ -70,7 +70,8 @@ class HSDA(HybridClassifier):
         How many of the latest labeled rows the label memory keeps.
     confidence
         An unlabeled row whose predicted class has at least this probability is learnt as a
-        labeled row of that class (a proxy label), once 50 labeled rows have been seen.
+        labeled row of that class (a proxy label), once 50 labeled rows have been seen;
+        `None`: no proxy labels.
     batch_size
         Instances per update.
     seed
@@ -150,7 +151,7 @@ class HSDA(HybridClassifier):
         "pseudo_label": "hard",
         "activation": "sigmoid",
         "replay": 0,
-        "confidence": 1.0,
+        "confidence": None,
         "batch_size": 20,
     }
 
@@ -168,8 +169,8 @@ class HSDA(HybridClassifier):
         activation: str = "sigmoid",
         learn_unlabeled: bool = True,
         replay: int = 4,
-        memory_size: int = 2000,
-        confidence: float = 0.9,
+        memory_size: int = 1000,
+        confidence: float | None = 0.9,
         batch_size: int = 20,
         seed: int | None = None,
     ):

@@ -145,7 +145,7 @@ class PseudoLabelMLP(HybridClassifier):
         activation: str = "relu",
         learn_unlabeled: bool = True,
         replay: int = 4,
-        memory_size: int = 2000,
+        memory_size: int = 1000,
         batch_size: int = 20,
         seed: int | None = None,
     ):

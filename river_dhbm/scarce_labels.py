@@ -105,7 +105,7 @@ def check_params(model, confidence: bool = True) -> None:
         )
     _check_int("replay", model.replay, 0)
     _check_int("memory_size", model.memory_size, 1 if model.replay else 0)
-    if confidence:
+    if confidence and model.confidence is not None:
         _check_range("confidence", model.confidence, 0.0, 1.0, low_open=True)
 
 
@@ -119,8 +119,12 @@ def memory_of(model, n_features: int) -> LabelMemory:
 def proxy_confidence(model) -> float:
     """The confidence an unlabeled row's prediction needs to become a proxy label in the next
     update; above 1 (never reached) when the model does not learn from unlabeled rows or has
-    seen fewer than `PSEUDO_LABEL_WARM_UP` labeled rows."""
-    if not model.learn_unlabeled or model.n_labeled_seen < PSEUDO_LABEL_WARM_UP:
+    seen fewer than `PSEUDO_LABEL_WARM_UP` labeled rows, or its `confidence` is None."""
+    if (
+        model.confidence is None
+        or not model.learn_unlabeled
+        or model.n_labeled_seen < PSEUDO_LABEL_WARM_UP
+    ):
         return 2.0
     return float(model.confidence)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import numbers
 
 import numpy as np
@@ -39,6 +40,13 @@ class LabelMask(datasets_base.SyntheticDataset):
     seed
         Seed of the mask. Iterating twice over the same object yields the same mask; `None`
         draws a fresh seed once, when the object is created.
+    delay
+        A kept label reaches the learner `delay` instances after its row was predicted; the
+        row itself is shown unlabeled when it arrives (capymoa's `prequential_ssl_evaluation`
+        with `delay_length`; `evaluation.prequential` defines the protocol). 0: at once.
+    warm_up
+        The first `warm_up` rows all keep their labels, at once (no delay). The mask is drawn
+        for them all the same, so the rows after the warm-up keep the labels they had without.
 
     Attributes
     ----------
@@ -84,6 +92,13 @@ class LabelMask(datasets_base.SyntheticDataset):
     >>> dataset.moa_cli()
     'generators.LEDGeneratorDrift -i 1 -n 10 -d 4'
 
+    With `delay`, a kept row comes unlabeled and its label comes back, in `late`, after the
+    row `delay - 1` rows later (rows 0 and 1 keep theirs here, rows 2 and 3 do not):
+
+    >>> delayed = LabelMask(streams.LED(seed=1), label_ratio=0.5, seed=3, delay=2)
+    >>> [(y, kwargs["labeled"], [y for _, y in kwargs["late"]]) for _, y, kwargs in delayed.take(4)]
+    [(5, False, []), (9, False, [5]), (2, False, [9]), (7, False, [])]
+
     Notes
     -----
     How a batch's ratio `r` becomes labels: the batch gets `n = floor(r * k + u)` labels, `u`
@@ -101,6 +116,13 @@ class LabelMask(datasets_base.SyntheticDataset):
     The mask comes from its own `numpy.random.Generator`, drawn in fixed blocks, so the dict
     path and `iter_arrays` give the same mask for every chunk size. Negative seeds are
     reduced modulo 2**64.
+
+    With `delay > 0` the keyword dict also holds `late`: the `(x, y)` pairs whose label is due
+    after this row (`delay` rows after theirs), which the learner takes, labeled, after the
+    row itself; a kept row is first shown unlabeled. `LabeledOnly` does this, so River's
+    `progressive_val_score` runs the delayed protocol of `evaluation.prequential` with
+    mini-batches of one row. `iter_arrays` yields the kept labels (`delay` left to the
+    evaluator).
 
     River's `progressive_val_score` passes the keyword dict to `predict_one` (hence
     `predict_proba_one`) and to `learn_one` of the model, including a plain River model and
@@ -121,6 +143,8 @@ class LabelMask(datasets_base.SyntheticDataset):
         label_ratio: float = 0.1,
         batch_size: int | None = None,
         seed: int | None = None,
+        delay: int = 0,
+        warm_up: int = 0,
     ):
         if not all(callable(getattr(dataset, name, None)) for name in ("__iter__", "iter_arrays")):
             raise ValueError(
@@ -141,6 +165,9 @@ class LabelMask(datasets_base.SyntheticDataset):
             raise ValueError(f"Invalid batch_size ({batch_size}). Must be None or an int >= 1")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
             raise ValueError(f"Invalid seed ({seed}). Must be None or an int")
+        for name, value in (("delay", delay), ("warm_up", warm_up)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= 0")
 
         super().__init__(
             task=getattr(dataset, "task", datasets_base.MULTI_CLF),
@@ -152,6 +179,8 @@ class LabelMask(datasets_base.SyntheticDataset):
         self.label_ratio = label_ratio
         self.batch_size = batch_size
         self.seed = seed
+        self.delay = delay
+        self.warm_up = warm_up
 
         # One seed per object: iterating twice repeats the mask, two objects differ.
         self._seed = np.random.SeedSequence().entropy if seed is None else int(seed) % 2**64
@@ -171,7 +200,18 @@ class LabelMask(datasets_base.SyntheticDataset):
         return self.dataset.moa_cli
 
     def _mask_blocks(self):
-        """Infinite sequence of boolean mask blocks, a function of the seed alone."""
+        """Infinite sequence of boolean mask blocks, a function of the seed alone; the first
+        `warm_up` rows all kept."""
+        blocks = self._drawn_blocks()
+        start = 0
+        while start < self.warm_up:
+            block = next(blocks).copy()
+            block[: self.warm_up - start] = True
+            start += len(block)
+            yield block
+        yield from blocks
+
+    def _drawn_blocks(self):
         rng = np.random.default_rng(self._seed)
         p = float(self.label_ratio)
         if self.batch_size is None:
@@ -191,14 +231,28 @@ class LabelMask(datasets_base.SyntheticDataset):
 
     def __iter__(self):
         flags = (flag for block in self._mask_blocks() for flag in block.tolist())
-        for (x, y), labeled in zip(self.dataset, flags):
-            yield x, y, {"labeled": labeled}
+        if not self.delay:
+            for (x, y), labeled in zip(self.dataset, flags):
+                yield x, y, {"labeled": labeled}
+            return
+        # Delayed labels: a kept row comes unlabeled; its label comes back in the `late` list
+        # of the row after which it is due (`delay` rows later, before the next prediction).
+        pending = collections.deque()  # (due row, x, y) of kept rows whose label is late
+        for i, ((x, y), kept) in enumerate(zip(self.dataset, flags)):
+            late = kept and i >= self.warm_up
+            if late:
+                pending.append((i + self.delay - 1, x, y))
+            released = []
+            while pending and pending[0][0] <= i:
+                released.append(pending.popleft()[1:])
+            yield x, y, {"labeled": kept and not late, "late": released}
 
     def iter_arrays(self, chunk_size: int = 1000):
         """The masked stream as blocks `(X, y, labeled)`.
 
         `X` and `y` are the wrapped stream's blocks, `labeled` a boolean array of the same
-        length; the mask equals the dict path's, whatever `chunk_size`.
+        length: the labels kept (the warm-up's included; with `delay` the evaluator delivers
+        them late). The mask equals the dict path's, whatever `chunk_size`.
 
         Parameters
         ----------
@@ -224,8 +278,9 @@ class LabelMask(datasets_base.SyntheticDataset):
 class LabeledOnly(base.Wrapper, base.Classifier):
     """Let a supervised River classifier run on a `LabelMask` stream.
 
-    It learns only the instances whose label is kept (`labeled=True`) and accepts, and ignores,
-    the `labeled` keyword that `evaluate.progressive_val_score` also passes to predictions.
+    It learns only the instances whose label is kept (`labeled=True`), then the delayed labels
+    due (`late`, see `LabelMask`'s `delay`), and accepts, and ignores, the keywords that
+    `evaluate.progressive_val_score` also passes to predictions.
 
     Parameters
     ----------
@@ -263,10 +318,13 @@ class LabeledOnly(base.Wrapper, base.Classifier):
 
         yield {"classifier": naive_bayes.GaussianNB()}
 
-    def learn_one(self, x, y=None, labeled: bool = True, **kwargs):
-        # Other keywords (e.g. a sample weight `w`) go to the classifier.
+    def learn_one(self, x, y=None, labeled: bool = True, late=(), **kwargs):
+        # Other keywords (e.g. a sample weight `w`) go to the classifier; `late` holds the
+        # `(x, y)` rows whose delayed label is due now (`LabelMask(delay=...)`).
         if labeled and y is not None:
             self.classifier.learn_one(x, y, **kwargs)
+        for x_late, y_late in late:
+            self.classifier.learn_one(x_late, y_late)
 
     def predict_proba_one(self, x, **kwargs):
         return self.classifier.predict_proba_one(x)

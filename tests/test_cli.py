@@ -68,8 +68,8 @@ def test_subprocess_exit_code_and_no_traceback():
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: Unknown model 'nope'. Known models: dhbm-mf, dhbm-sap, dhda, pl-mlp, sben, hsda, "
-        "or river:<module>.<Class>"
+        "error: Unknown model 'nope'. Known models: dhbm-mf, dhbm-sap, dhda, pl-mlp, sben, hsda "
+        "(each also as <model>/labeled-only), river:<module>.<Class> or moa:<learner>"
     ]
 
 

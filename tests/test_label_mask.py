@@ -92,7 +92,7 @@ def test_forwards_dataset_properties():
     assert not hasattr(mask, "moa_cli")
     assert LabelMask(CounterStreamWithCli(), seed=1).moa_cli() == "generators.Counter"
     assert repr(LabelMask(CounterStream(), 0.2, 20, seed=1)).startswith("LabelMask(dataset=<")
-    assert repr(mask).endswith("label_ratio=0.1, batch_size=None, seed=1)")
+    assert repr(mask).endswith("label_ratio=0.1, batch_size=None, seed=1, delay=0, warm_up=0)")
 
 
 def test_yields_true_labels_and_features():

@@ -109,6 +109,20 @@ def test_proxy_labels_start_after_the_warm_up():
     assert scarce_labels.proxy_confidence(model) == 0.9
     model.learn_unlabeled = False
     assert scarce_labels.proxy_confidence(model) > 1.0
+    assert scarce_labels.proxy_confidence(_seen(DHBM(confidence=None))) > 1.0
+
+
+def _seen(model):
+    model.n_labeled_seen = 10 * scarce_labels.PSEUDO_LABEL_WARM_UP
+    return model
+
+
+@pytest.mark.parametrize("cls", [DHBM, SBEN, DHDA, HSDA, PseudoLabelMLP])
+def test_paper_settings_keep_neither_memory_nor_proxy_labels(cls):
+    """The paper preset stays literal: no label memory, no confident proxy labels."""
+    model = cls.paper(hidden_sizes=(4,))
+    assert model.replay == 0
+    assert getattr(model, "confidence", None) is None
 
 
 def test_dhbm_kernel_proxy_labels_are_labeled_rows():
@@ -164,3 +178,24 @@ def test_dhbm_one_call_run_replays_and_proxy_labels_as_the_batch_path(ratio):
 def test_bad_parameters_name_the_value(params, match):
     with pytest.raises(ValueError, match=match):
         DHBM(**params)
+
+
+@pytest.mark.parametrize("hidden_sizes", [(6,), (6, 5), (6, 5, 4, 3)])
+def test_dhbm_adam_step_is_divided_by_the_depth(hidden_sizes):
+    """Deep stacks take Adam steps of `learning_rate / depth`: the model's update equals the
+    kernel's at that step (SGD, the paper's optimiser, keeps its step)."""
+    X, y, labeled = _stream(40, ratio=1.0)
+    model = DHBM(hidden_sizes=hidden_sizes, learning_rate=0.02, replay=0, batch_size=20, seed=1)
+    model.learn_arrays(X[:20], y[:20])
+    before = copy.deepcopy(model)
+    model.learn_arrays(X[20:], y[20:])
+    m = before
+    codes = np.array([m._class_index[v] for v in y[20:]])
+    dhbm_kernels.dhbm_update(
+        X[20:], codes, m._theta, m._grad, m._off, m._sizes, m._hcum, 3, m._kind,
+        m._estimator, 0, 0.02 / len(hidden_sizes), 1.0, 0.1, 2.0, 1.0, False, m._empty,
+        m._part_x, m._part_h, m._part_y, m._empty, m._empty, m._empty, *m._work_arrays(),
+        m._moments, 2,
+    )
+    np.testing.assert_array_equal(model._theta, m._theta)
+    assert DHBM(hidden_sizes=hidden_sizes, optimizer="sgd", learning_rate=0.02)._step_size() == 0.02
