@@ -173,8 +173,10 @@ def _check_args(dataset, model, n_instances, batch_size, fading_factor, step) ->
         raise TypeError(
             f"Invalid model ({model!r:.60}). Must be a River classifier (predict_one, learn_one)"
         )
-    if not callable(getattr(dataset, "__iter__", None)):
-        raise TypeError(f"Invalid dataset ({dataset!r:.60}). Must be an iterable stream")
+    if not any(callable(getattr(dataset, m, None)) for m in ("__iter__", "iter_arrays")):
+        raise TypeError(
+            f"Invalid dataset ({dataset!r:.60}). Must be a stream (iterable, or iter_arrays)"
+        )
 
 
 def _masked_blocks(dataset, chunk_size: int):

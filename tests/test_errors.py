@@ -175,7 +175,7 @@ def test_prequential_bad_model_and_dataset():
     dataset = streams.LabelMask(streams.LED(seed=1), label_ratio=0.5, seed=1)
     with pytest.raises(TypeError, match=r"Invalid model \(None\)\. Must be a River classifier"):
         prequential(dataset, None, 100)
-    with pytest.raises(TypeError, match=r"Invalid dataset \(3\)\. Must be an iterable stream"):
+    with pytest.raises(TypeError, match=r"Invalid dataset \(3\)\. Must be a stream"):
         prequential(3, river_dhbm.DHBM(), 100)
 
 
