@@ -184,19 +184,25 @@ def bench_first_use(models=("DHBM",), warm: bool = True) -> list[dict]:
     return rows
 
 
+#: Columns of `format_table`: (header, right-aligned, cell of a row).
+_COLUMNS = (
+    ("model", False, lambda r: f"{r['model']}()"),
+    ("Numba cache", False, lambda r: r["cache"]),
+    ("first prediction after one update (wall)", True,
+     lambda r: f"{r['to_first_prediction']:.1f} s"),
+    ("CPU", True, lambda r: f"{r['cpu']:.1f} s"),
+    ("first prediction in River's loop (wall)", True,
+     lambda r: f"{r['to_first_loop_prediction']:.1f} s"),
+    ("import", True, lambda r: f"{r['import']:.2f} s"),
+    ("stderr", False, lambda r: r["notice"] or "(nothing)"),
+)
+
+
 def format_table(rows: list[dict]) -> str:
-    lines = [
-        "| model | Numba cache | first prediction after one update (wall) | CPU "
-        "| first prediction in River's loop (wall) | import | stderr |",
-        "|---|---|---:|---:|---:|---:|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['model']}() | {r['cache']} | {r['to_first_prediction']:.1f} s | "
-            f"{r['cpu']:.1f} s | {r['to_first_loop_prediction']:.1f} s | {r['import']:.2f} s | "
-            f"{r['notice'] or '(nothing)'} |"
-        )
-    return "\n".join(lines)
+    """Markdown table of `bench_first_use` rows."""
+    table = [[h for h, _, _ in _COLUMNS], ["---:" if right else "---" for _, right, _ in _COLUMNS]]
+    table += [[cell(r) for _, _, cell in _COLUMNS] for r in rows]
+    return "\n".join("| " + " | ".join(line) + " |" for line in table)
 
 
 def main(argv: list[str] | None = None) -> int:
