@@ -131,7 +131,8 @@ def _benchmarks() -> list[str]:
 
     from . import bench
 
-    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.ispkg)
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
+                  if not m.ispkg and not m.name.startswith("_"))  # _helpers: not benchmarks
 
 
 def _add_bench(sub) -> None:
@@ -344,5 +345,5 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return args.func(args)
     except BadArguments as e:
-        print(f"error: {e}", file=sys.stderr)
+        print("error:", " ".join(str(e).split()), file=sys.stderr)  # one line, whatever e says
         return 2

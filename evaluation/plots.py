@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .files import atomic_write_all
+
 __all__ = ["check_curves", "draw_figure", "plot_curves"]
 
 # The paper draws Waveform above LED; other streams follow in the order met.
@@ -110,8 +112,6 @@ def plot_curves(curves, out, zoom: int = 50_000, name: str = "prequential_error"
 
     """
     import matplotlib.pyplot as plt
-
-    from .experiment import atomic_write_all
 
     if not isinstance(curves, pd.DataFrame):
         curves = pd.read_csv(curves)

@@ -158,12 +158,37 @@ def _has_array_path(dataset, model) -> bool:
     )
 
 
-def _check_args(n_instances, batch_size, fading_factor, step) -> None:
+def _check_args(dataset, model, n_instances, batch_size, fading_factor, step) -> None:
+    """One line naming the first bad argument, before the model sees anything."""
     for name, value in (("n_instances", n_instances), ("batch_size", batch_size), ("step", step)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= 1")
-    if not 0.0 < fading_factor <= 1.0:
-        raise ValueError(f"Invalid fading_factor ({fading_factor}). Valid range is (0, 1]")
+    if (
+        isinstance(fading_factor, bool)
+        or not isinstance(fading_factor, (int, float, np.floating))
+        or not 0.0 < fading_factor <= 1.0
+    ):
+        raise ValueError(f"Invalid fading_factor ({fading_factor!r}). Valid range is (0, 1]")
+    if not all(callable(getattr(model, m, None)) for m in ("predict_one", "learn_one")):
+        raise TypeError(
+            f"Invalid model ({model!r:.60}). Must be a River classifier (predict_one, learn_one)"
+        )
+    if not any(callable(getattr(dataset, m, None)) for m in ("__iter__", "iter_arrays")):
+        raise TypeError(
+            f"Invalid dataset ({dataset!r:.60}). Must be a stream (iterable, or iter_arrays)"
+        )
+
+
+def _masked_blocks(dataset, chunk_size: int):
+    """`dataset.iter_arrays(chunk_size)`, checked to yield `(X, y, labeled)`: a stream's own
+    `(X, y)` blocks mean the label mask is missing (say so before the model learns)."""
+    for block in dataset.iter_arrays(chunk_size):
+        if not isinstance(block, tuple) or len(block) != 3:
+            raise ValueError(
+                f"Invalid dataset ({dataset!r:.60}): no label mask (its blocks are not "
+                "(X, y, labeled)). Wrap it: streams.LabelMask(dataset, label_ratio=0.1)"
+            )
+        yield block
 
 
 #: Rows per block the stream is read in (a whole number of mini-batches). Each block is one
@@ -236,7 +261,7 @@ def _run_arrays(dataset, model, n_instances, batch_size, curve, progress) -> Non
     if schedule is not None:  # late labels: the learner's rows differ from the tested ones
         run = functools.partial(_test_then_train_batches, schedule=schedule)
     done = 0
-    for X, y, labeled in _aligned_chunks(dataset.iter_arrays(chunk_size), batch_size):
+    for X, y, labeled in _aligned_chunks(_masked_blocks(dataset, chunk_size), batch_size):
         m = min(len(y), n_instances - done)
         if len(losses) < m:
             losses = np.empty(m)
@@ -255,7 +280,7 @@ def _rows(dataset, chunk_size: int):
     than its dict path; features are the columns 0..d-1, as in the dict path), else from
     iterating it (a plain `(x, y)` stream counts as fully labeled)."""
     if callable(getattr(dataset, "iter_arrays", None)):
-        for X, y, labeled in dataset.iter_arrays(chunk_size):
+        for X, y, labeled in _masked_blocks(dataset, chunk_size):
             keys = range(X.shape[1])
             for row, label, kept in zip(X.tolist(), y.tolist(), labeled.tolist()):
                 yield dict(zip(keys, row)), label, kept
@@ -387,7 +412,7 @@ def prequential(
     PrequentialResult(instances=5000, final=..., mean=..., error=..., seconds=..., path='arrays')
 
     """
-    _check_args(n_instances, batch_size, fading_factor, step)
+    _check_args(dataset, model, n_instances, batch_size, fading_factor, step)
     curve = _Curve(int(n_instances), int(step), fading_factor)
     path = "arrays" if _has_array_path(dataset, model) else "dicts"
     run = _run_arrays if path == "arrays" else _run_dicts

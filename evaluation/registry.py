@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -183,6 +184,9 @@ def make_model(
     check_model_name(name)
     check_preset(preset)
     name, ablation = split_ablation(name)
+    _check_count("n_classes", n_classes, name)  # None: unknown, the models find them online
+    if preset == "paper" and not name.startswith((RIVER_PREFIX, MOA_PREFIX)):
+        _check_count("n_features", n_features, name, required=True)  # sizes the hidden layers
     params = dict(params or {}) | (ABLATION_PARAMS if ablation else {})
     if name.startswith(MOA_PREFIX):
         from . import moa_peers
@@ -211,6 +215,16 @@ def make_model(
     if "hidden_sizes" in settings:
         settings["hidden_sizes"] = tuple(settings["hidden_sizes"])
     return _construct(name, cls.paper if preset == "paper" else cls, settings)
+
+
+def _check_count(what: str, value, name: str, required: bool = False) -> None:
+    if value is None and not required:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(
+            f"Invalid {what} ({value!r}) for model {name!r}. Must be an int >= 1"
+            + ("" if required else " or None (unknown)")
+        )
 
 
 def _construct(name, factory, params):

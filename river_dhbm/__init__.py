@@ -5,8 +5,23 @@ from __future__ import annotations
 from river_dhbm.dhbm import DHBM
 from river_dhbm.sben import SBEN
 
+from . import (
+    blas,
+    dhbm_kernels,
+    dhda_kernels,
+    first_use,
+    kernels,
+    mlp_kernels,
+    sben,
+    scarce_labels,
+)
 from .dhda import DHDA
 from .hsda import HSDA
 from .pseudo_label import PseudoLabelMLP
+
+# one compiled version per kernel and argument types: a shorter first use (see first_use.py)
+first_use.compile_without_literals(
+    blas, kernels, dhbm_kernels, dhda_kernels, mlp_kernels, sben, scarce_labels
+)
 
 __all__: list[str] = ["DHBM", "DHDA", "HSDA", "PseudoLabelMLP", "SBEN"]

@@ -1,4 +1,8 @@
-"""River plumbing shared by every model: features, labels, the mini-batch buffer, input checks.
+"""The River-facing API shared by every model: `learn_one`, `predict_proba_one` and friends.
+
+The jobs behind it live in their own modules: `inputs` (checks at the door), `buffer` (the
+mini-batch buffer and class bookkeeping), `param_checks` (hyper-parameters) and `first_use`
+(the one line said when Numba must compile).
 
 A subclass supplies the mathematics through four hooks, each called with validated float64
 arrays:
@@ -19,14 +23,25 @@ All three learning paths feed the same buffer, so they yield the same model.
 
 from __future__ import annotations
 
-import math
-import numbers
-import struct
-
 from typing import TYPE_CHECKING
 
 import numpy as np
 from river import base
+
+from .buffer import MiniBatchBuffer
+from .inputs import (  # noqa: F401 (re-exported: the names base.py always had)
+    _PLAIN_NUMBERS,
+    InputChecks,
+    _canonical_order,
+    _check_dict,
+    _check_frame_type,
+    _check_label,
+    _is_missing_label,
+    _row_packer,
+    _short,
+)
+from .param_checks import *  # noqa: F403 (the checks the models import from here)
+from .param_checks import _check_int, _check_seed
 
 if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s at import)
     import pandas as pd
@@ -34,121 +49,7 @@ if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s a
 __all__ = ["HybridClassifier"]
 
 
-_PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
-_ROW_PACKERS: dict = {}
-
-
-def _row_packer(d: int):
-    """`pack_into(array, byte_offset, *values)` writing `d` float64 values into a C-contiguous
-    float64 array: the cheapest way from a list of Python numbers into an existing row."""
-    pack = _ROW_PACKERS.get(d)
-    if pack is None:
-        pack = _ROW_PACKERS[d] = struct.Struct(f"={d}d").pack_into
-    return pack
-
-
-def _canonical_order(names) -> list:
-    """Features in a fixed order whatever the dict order (natural order, else by repr)."""
-    try:
-        return sorted(names)
-    except TypeError:
-        return sorted(names, key=repr)
-
-
-def _check_label(y) -> None:
-    try:
-        hash(y)
-    except TypeError:
-        raise TypeError(f"Invalid label {y!r}: labels must be hashable") from None
-
-
-def _is_missing_label(y) -> bool:
-    return y is None or (isinstance(y, float) and math.isnan(y))
-
-
-# ---------------------------------------------------------------------- hyper-parameter checks
-# Shared by every model's __init__, in River's wording: `Invalid <name> (<value>). Valid range
-# is ...` for real numbers, `Invalid <name> (<value>). Must be ...` otherwise.
-
-
-def _is_real(value) -> bool:
-    return (
-        isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    )
-
-
-def _check_range(name: str, value, low=None, high=None, low_open=False, high_open=False):
-    """ValueError naming `value` unless it is a finite real number in the interval given
-    (`None`: unbounded on that side; `*_open`: the bound itself is excluded)."""
-    ok = _is_real(value)
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value < high if high_open else value <= high
-    if not ok:
-        left = "(" if low is None or low_open else "["
-        right = ")" if high is None or high_open else "]"
-        lo = "-inf" if low is None else f"{low:g}"
-        hi = "inf" if high is None else f"{high:g}"
-        raise ValueError(f"Invalid {name} ({value!r}). Valid range is {left}{lo}, {hi}{right}")
-
-
-def _check_positive(name: str, value) -> None:
-    """A finite real number > 0 (e.g. a learning rate)."""
-    _check_range(name, value, low=0, low_open=True)
-
-
-def _check_non_negative(name: str, value) -> None:
-    """A finite real number >= 0 (e.g. a loss weight)."""
-    _check_range(name, value, low=0)
-
-
-def _check_probability(name: str, value) -> None:
-    """A probability in [0, 1) (dropout, corruption: 1 would drop everything)."""
-    _check_range(name, value, low=0, high=1, high_open=True)
-
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= {low}")
-
-
-def _check_choice(name: str, value, legal) -> None:
-    if not isinstance(value, str) or value not in legal:
-        options = ", ".join(repr(v) for v in legal)
-        raise ValueError(f"Invalid {name} ({value!r}). Must be one of {options}")
-
-
-def _check_hidden_sizes(hidden_sizes) -> None:
-    if (
-        not isinstance(hidden_sizes, (tuple, list))
-        or len(hidden_sizes) == 0
-        or not all(
-            isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1
-            for h in hidden_sizes
-        )
-    ):
-        raise ValueError(
-            f"Invalid hidden_sizes ({hidden_sizes!r}). Must be a non-empty tuple of ints >= 1"
-        )
-
-
-def _check_beta_schedule(schedule) -> None:
-    if schedule is None:
-        return
-    if (
-        not isinstance(schedule, (tuple, list))
-        or len(schedule) != 2
-        or not all(_is_real(t) for t in schedule)
-        or not 0 <= schedule[0] < schedule[1]
-    ):
-        raise ValueError(
-            f"Invalid beta_schedule ({schedule!r}). Must be None or a tuple (T1, T2) with "
-            "0 <= T1 < T2 < inf"
-        )
-
-
-class HybridClassifier(base.MiniBatchClassifier):
+class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     """Base class of the semi-supervised mini-batch classifiers of this package.
 
     Not meant to be used directly: see `DHBM`, `DHDA`, `PseudoLabelMLP`, `SBEN`, `HSDA`.
@@ -188,10 +89,7 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _check_common_params(self) -> None:
         _check_int("batch_size", self.batch_size, 1)
-        if self.seed is not None and (
-            isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)
-        ):
-            raise ValueError(f"Invalid seed ({self.seed!r}). Must be an int or None")
+        _check_seed(self.seed)
 
     def _reset_state(self) -> None:
         """Forget everything learnt: called at the end of every subclass `__init__`."""
@@ -237,189 +135,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             state["_X_buf"][self._n_buf :] = 0.0
         return state
 
-    # ------------------------------------------------------------------ input checks
-
-    def _check_value(self, name, value) -> float:
-        if not isinstance(value, numbers.Real):
-            raise TypeError(f"Feature {name!r} has non-numeric value {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ValueError(f"Feature {name!r} has non-finite value {value}")
-        return value
-
-    def _plain_values(self, x: dict) -> list | None:
-        """The values of `x` when it holds exactly the known features, in their order, as
-        finite plain numbers (what the streams yield), else None (the general loop decides).
-
-        One C-level pass instead of a Python loop over the features: the sum fails on a
-        non-number, a NaN or inf anywhere makes it non-finite, and it stays an exact `float`
-        only over Python's own numbers (floats, ints, bools, fractions); other types (numpy's
-        scalars among them) get one look at their types. Anything unusual (an int beyond float
-        range, huge values whose sum overflows, an object that adds oddly) is left to the loop,
-        which says what is wrong.
-        """
-        features = self._features
-        if features is None or len(x) != len(features) or list(x) != features:
-            return None
-        values = list(x.values())
-        try:
-            total = sum(values, 0.0)
-        except Exception:
-            return None
-        if type(total) is not float and not _PLAIN_NUMBERS.issuperset(map(type, values)):
-            return None
-        return values if math.isfinite(total) else None
-
-    def _is_staged(self, x: dict) -> bool:
-        """Whether `x` holds the values of the dict `_row` packed last, under the same keys.
-        Values compare as numbers: `1` and `1.0` pack alike, `0.0` and `-0.0` do not (the slot
-        keeps the predicted dict's sign of zero); a NaN is never staged."""
-        staged = self._staged
-        return staged is not None and list(x.values()) == staged and list(x) == self._features
-
-    def _row(self, x: dict) -> np.ndarray:
-        """`x` as one validated row float64 `[1, d]` for a prediction.
-
-        A dict of plain values is packed into the buffer's next free slot (not part of the
-        model until learnt) and its values are remembered (`_staged`): River's loops predict an
-        instance, then learn it, and `learn_one` then only has to recognise it."""
-        values = self._plain_values(x)
-        if values is None:
-            return self._vector_general(x, self._feature_index)[None, :]
-        start = self._n_buf
-        _row_packer(len(values))(self._X_buf, 8 * len(values) * start, *values)
-        self._staged = values
-        return self._X_buf[start : start + 1]
-
-    def _vector_general(self, x: dict, features_index: dict) -> np.ndarray:
-        """`x` as one row `[d]` in the order of `features_index`, for any dict: a Python loop
-        that names the first bad value."""
-        row = np.zeros(len(features_index))
-        for name, value in x.items():
-            # fast path for plain numbers (the ABC isinstance check costs ~1 us per feature)
-            if type(value) in _PLAIN_NUMBERS and value - value == 0.0:
-                value = float(value)
-            else:
-                value = self._check_value(name, value)
-            j = features_index.get(name)
-            if j is not None:
-                row[j] = value
-        return row
-
-    def _check_frame(self, X: pd.DataFrame, features: list) -> np.ndarray:
-        import pandas as pd
-
-        for name in X.columns:
-            column = X[name]
-            if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
-                bad = next((v for v in column if not isinstance(v, numbers.Real)), column.iloc[0])
-                raise TypeError(f"Feature {name!r} has non-numeric value {bad!r}")
-        values = X.reindex(columns=features, fill_value=0.0).to_numpy(dtype=np.float64)
-        self._check_finite(values, list(features))
-        extra = [c for c in X.columns if c not in set(features)]
-        if extra:
-            self._check_finite(X[extra].to_numpy(dtype=np.float64), extra)
-        return np.ascontiguousarray(values)
-
-    def _check_arrays(self, X: np.ndarray) -> tuple[np.ndarray, list]:
-        """The array paths' input as C-contiguous float64 `[n, d]` with the model's `d` finite
-        columns (features `0..d-1` before the first instance), and those feature names."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
-        features = self._features if self._features is not None else list(range(X.shape[1]))
-        if X.shape[1] != len(features):
-            raise ValueError(f"X has {X.shape[1]} columns, the model has {len(features)} features")
-        self._check_finite(X, features)
-        return X, features
-
-    @staticmethod
-    def _check_finite(X: np.ndarray, names) -> None:
-        if math.isfinite(X.sum()):  # cheaper than isfinite(X).all(); a NaN or inf spoils the sum
-            return
-        finite = np.isfinite(X)
-        if not finite.all():
-            i, j = np.argwhere(~finite)[0]
-            raise ValueError(f"Feature {names[j]!r} has non-finite value {X[i, j]} in row {i}")
-
     # ------------------------------------------------------------------ learning
-
-    def _fix_features(self, names) -> None:
-        self._features = list(names)
-        self._feature_index = {name: j for j, name in enumerate(self._features)}
-        self._X_buf = np.zeros((self.batch_size, len(self._features)))
-        self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
-        self._init_params(len(self._features))
-
-    def _class_of(self, y) -> int:
-        """The column of label `y`, adding a class the first time it is seen."""
-        k = self._class_index.get(y)
-        if k is None:
-            k = len(self._classes)
-            self._classes.append(y)
-            self._class_index[y] = k
-            self._add_class()
-        return k
-
-    def _push(self, rows: np.ndarray, labeled: list) -> None:
-        """Append validated rows to the buffer, one update per full batch. `labeled` lists
-        `(row index, label)` of the labeled rows, in row order; the other rows are unlabeled."""
-        bs = self.batch_size
-        self._staged = None  # its slot is overwritten
-        i = k = 0
-        while i < len(rows):
-            start = self._n_buf
-            n = min(len(rows) - i, bs - start)
-            self._X_buf[start : start + n] = rows[i : i + n]
-            codes = self._y_buf
-            codes[start : start + n] = -1
-            # classes are discovered batch by batch, in row order (a new class shows up in the
-            # update of the batch that holds it, not before)
-            while k < len(labeled) and labeled[k][0] < i + n:
-                j, y = labeled[k]
-                codes[start + j - i] = self._class_of(y)
-                self._n_buf_labeled += 1
-                k += 1
-            self._n_buf = start + n
-            i += n
-            if self._n_buf == bs:
-                self._flush()
-
-    def _push_one(self, row, y) -> None:
-        """`_push` of one row (`y` None when unlabeled); `row` is an array `[d]`, the list of
-        validated plain values from `_plain_values`, packed straight into the buffer, or None
-        when the row is the staged one, already in the buffer's next slot."""
-        self._staged = None
-        start = self._n_buf
-        if row is None:
-            pass
-        elif type(row) is list:
-            d = len(row)
-            _row_packer(d)(self._X_buf, 8 * d * start, *row)
-        else:
-            self._X_buf[start] = row
-        if y is None:
-            self._y_buf[start] = -1
-        else:
-            self._y_buf[start] = self._class_of(y)
-            self._n_buf_labeled += 1
-        self._n_buf = start + 1
-        if self._n_buf == self.batch_size:
-            self._flush()
-
-    def _flush(self, predict: bool = False) -> np.ndarray | None:
-        """One update on the full buffer; with `predict`, returns `p(y | x)` of its rows
-        before the update (`_predict_update`)."""
-        self.n_labeled_seen += self._n_buf_labeled
-        if predict:
-            P = self._predict_update(self._X_buf, self._y_buf)
-        else:
-            P = self._update(self._X_buf, self._y_buf)
-        self.n_updates += 1
-        self._n_buf = 0
-        self._n_buf_labeled = 0
-        self._staged = None
-        return P
 
     def learn_one(self, x: dict, y=None, labeled: bool = True, late=(), **kwargs) -> None:
         """Buffer one instance; unlabeled when `y is None` or `labeled=False`.
@@ -429,6 +145,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         `delay`): each is learnt, labeled, right after this instance.
 
         """
+        _check_dict(x)
         if self._is_staged(x):
             row = None  # the instance just predicted: checked, and waiting in the buffer
         else:
@@ -450,6 +167,7 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series | None = None, **kwargs) -> None:
         """Buffer a mini-batch; missing labels (None/NaN) mark unlabeled rows."""
+        _check_frame_type(X)
         if len(X) == 0:
             return
         features = self._features if self._features is not None else _canonical_order(X.columns)
@@ -457,6 +175,8 @@ class HybridClassifier(base.MiniBatchClassifier):
         if y is None:
             labels = [None] * len(rows)
         else:
+            if not hasattr(y, "__len__") or isinstance(y, (str, bytes, dict)):
+                raise TypeError(f"Invalid y ({_short(y)}). Must be a Series of {len(X)} labels")
             if len(y) != len(X):
                 raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
             labels = [None if _is_missing_label(v) else v for v in y]
@@ -476,23 +196,6 @@ class HybridClassifier(base.MiniBatchClassifier):
         if self._features is None:
             self._fix_features(features)
         self._push(X, pairs)
-
-    def _check_learn_arrays(self, X, y, labeled) -> tuple[np.ndarray, list, list]:
-        """`learn_arrays`' input checked: `X`, its feature names and the `(row, label)` pairs of
-        the labeled rows."""
-        X, features = self._check_arrays(X)
-        y = np.asarray(y)
-        if y.shape != (len(X),):
-            raise ValueError(f"y has shape {y.shape}, expected ({len(X)},)")
-        keep = np.ones(len(X), dtype=bool) if labeled is None else np.asarray(labeled, dtype=bool)
-        if keep.shape != (len(X),):
-            raise ValueError(f"labeled has shape {keep.shape}, expected ({len(X)},)")
-        if labeled is None:
-            pairs = [(i, v) for i, v in enumerate(y.tolist()) if v is not None]
-        else:
-            index = keep.nonzero()[0]
-            pairs = [(i, v) for i, v in zip(index.tolist(), y[index].tolist()) if v is not None]
-        return X, features, pairs
 
     def test_then_train_arrays(
         self,
@@ -538,48 +241,19 @@ class HybridClassifier(base.MiniBatchClassifier):
             k, start = end, stop
         return predicted
 
-    def _run_end(self, start: int, n: int, bs: int, pairs: list, k: int) -> int:
-        """End of the rows from `start` that `_test_then_train_run` may take: whole model
-        mini-batches, the buffer empty, up to the first batch with a label not seen yet
-        (`start` itself when there are none)."""
-        if not self._classes or self._n_buf or bs != self.batch_size:
-            return start
-        stop = start + (n - start) // bs * bs
-        for j in range(k, len(pairs)):
-            i, v = pairs[j]
-            if i >= stop:
-                break
-            if v not in self._class_index:
-                return start + (i - start) // bs * bs
-        return stop
-
-    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        """Test-then-train on whole mini-batches of known classes with the buffer empty:
-        `codes` int64 class indices (-1 unlabeled); returns the predicted class indices, each
-        row predicted before the update of its mini-batch (`_predict_update`). Models may
-        override it with a single kernel call."""
-        bs = self.batch_size
-        predicted = np.empty(len(X), dtype=np.int64)
-        for start in range(0, len(X), bs):
-            batch = slice(start, start + bs)
-            self._X_buf[:] = X[batch]
-            self._y_buf[:] = codes[batch]
-            self._n_buf = bs
-            self._n_buf_labeled = int((codes[batch] >= 0).sum())
-            predicted[batch] = self._flush(predict=True).argmax(axis=1)
-        return predicted
-
     # ------------------------------------------------------------------ prediction
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         # Nothing to predict yet: `{}` whatever `x` holds (River's MinMaxScaler, for one, sends
         # NaN before it has seen an instance, and a pipeline predicts before it learns).
+        _check_dict(x)
         if not self._classes:
             return {}
         return dict(zip(self._classes, self._proba_row(self._row(x))))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
+        _check_dict(x)
         if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
             return super().predict_one(x, **kwargs)
         return self._classes[self._predict_row(self._row(x))]
@@ -587,6 +261,7 @@ class HybridClassifier(base.MiniBatchClassifier):
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
+        _check_frame_type(X)
         if not self._classes:
             return pd.DataFrame(index=X.index)
         P = self._proba(self._check_frame(X, self._features))

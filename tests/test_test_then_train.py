@@ -125,8 +125,8 @@ def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch):
     [
         (np.full((4, 5), np.nan), ["a"] * 4, None, "non-finite"),
         (np.zeros((4, 3)), ["a"] * 4, None, "columns"),
-        (np.zeros((4, 5)), ["a"] * 3, None, "y has shape"),
-        (np.zeros((4, 5)), ["a"] * 4, [True] * 3, "labeled has shape"),
+        (np.zeros((4, 5)), ["a"] * 3, None, "Invalid y: shape"),
+        (np.zeros((4, 5)), ["a"] * 4, [True] * 3, "Invalid labeled: shape"),
     ],
 )
 def test_bad_input_is_rejected_before_any_state_changes(X, y, labeled, message):

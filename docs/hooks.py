@@ -1,0 +1,23 @@
+"""MkDocs hook: serve the figures of `evaluation/results/` as `img/...` without copying them
+into `docs/` (one copy of each figure, the one the experiments write)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = {
+    "img/figure3-paper.png": "evaluation/results/paper/figure3.png",
+    "img/figure3-default.png": "evaluation/results/default/figure3.png",
+}
+
+
+def on_files(files, config):
+    for dest, src in FIGURES.items():
+        file = File(dest, src_dir=None, dest_dir=config["site_dir"],
+                    use_directory_urls=config["use_directory_urls"])
+        file.abs_src_path = str(ROOT / src)
+        files.append(file)
+    return files

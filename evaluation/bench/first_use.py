@@ -1,0 +1,233 @@
+"""The first use on a fresh install: seconds from a new process to a model's first prediction.
+
+`python -m evaluation bench first_use [DHBM DHDA ...]` runs, in a subprocess with an empty
+Numba cache (`NUMBA_CACHE_DIR` set to a new temporary directory), what a new user's first
+lines do: import `river_dhbm`, build a model, learn one mini-batch of 20 rows and predict;
+and the same with the cache warm. The models benchmark (`bench models`) reports the DHBM's
+figures too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# ------------------------------------------------------------------ the models benchmark's start
+
+_STARTUP_SCRIPT = r"""
+import json, time
+marks = [("start", time.time(), time.process_time())]
+def mark(name):
+    marks.append((name, time.time(), time.process_time()))
+import numpy as np
+from river_dhbm.dhbm import DHBM
+mark("import river_dhbm")
+rng = np.random.default_rng(1)
+X = (rng.random((20, 24)) < 0.5).astype(np.float64)  # a mini-batch shaped like LED's
+y = np.arange(20) % 10
+model = DHBM(hidden_sizes=(24,) * 4, seed=3)
+model.learn_arrays(X, y)
+mark("first learn (20 rows)")
+model.predict_proba_arrays(X)
+model.predict_one(dict(enumerate(X[0].tolist())))
+mark("first predictions")
+import streams
+mark("import streams")
+dataset = streams.LabelMask(streams.paper_stream("led", 1), label_ratio=0.1, batch_size=20, seed=2)
+X, y, labeled = next(dataset.iter_arrays(20))
+model.test_then_train_arrays(X, y, labeled)
+mark("first stream block")
+print(json.dumps(marks))
+"""
+PHASES = ("import river_dhbm", "first learn (20 rows)", "first predictions", "import streams",
+          "first stream block")
+# the model's first prediction comes before `import streams`: a user's own River stream does
+# not import our streams (nor, through River's datasets, scikit-learn)
+_FIRST_PREDICTION = PHASES.index("first predictions") + 1
+
+
+# River imports scikit-learn whenever it is installed (it is in the test extra, not in the
+# main install): this hides it, as in an environment made by `pip install .` alone.
+_WITHOUT_SKLEARN = "import sys\nsys.modules['sklearn'] = None\n"
+
+
+def _run_startup(env: dict, prelude: str = "") -> dict:
+    spawned = time.time()
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + _STARTUP_SCRIPT], env=env, capture_output=True,
+        text=True, check=True,
+    )
+    exited = time.time()
+    marks = json.loads(done.stdout.strip().splitlines()[-1])
+    out = {"interpreter": marks[0][1] - spawned}
+    for (_, wall0, cpu0), (name, wall1, cpu1) in zip(marks, marks[1:]):
+        out[name] = wall1 - wall0
+        out[f"{name} (CPU)"] = cpu1 - cpu0
+    out["to_first_prediction"] = marks[_FIRST_PREDICTION][1] - spawned
+    out["cpu_to_first_prediction"] = marks[_FIRST_PREDICTION][2]  # the child's CPU since start
+    out["to_first_stream_block"] = marks[-1][1] - spawned
+    out["cpu_to_first_stream_block"] = marks[-1][2]
+    out["process"] = exited - spawned
+    return out
+
+
+def startup_times(cold: bool = True, repeats: int = 3) -> list[dict]:
+    """Time a fresh `python` process that imports `river_dhbm`, builds a DHBM (24-24-24-24-24),
+    learns one mini-batch of 20 rows and predicts (array and dict path): its first
+    prediction; then imports `streams` and runs test-then-train on the first mini-batch of the
+    masked paper LED stream. With a warm Numba cache (after one untimed run; median of
+    `repeats`), also with scikit-learn hidden (the main install, without the test extra), and,
+    if `cold`, with an empty cache (`NUMBA_CACHE_DIR` set to a new temp dir). Wall and CPU
+    seconds of each phase."""
+    env = dict(os.environ)
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    _run_startup(env)  # fills the cache if it was not
+    rows = []
+    for label, prelude in (("", ""), (", no scikit-learn", _WITHOUT_SKLEARN)):
+        runs = [_run_startup(env, prelude) for _ in range(repeats)]
+        warm = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+        rows.append({"cache": f"warm{label} (median of {repeats})", **warm})
+    if cold:
+        with tempfile.TemporaryDirectory(prefix="numba_cold_") as tmp:
+            rows.append({"cache": "cold (empty NUMBA_CACHE_DIR)",
+                         **_run_startup({**env, "NUMBA_CACHE_DIR": tmp})})
+    return rows
+
+
+def format_startup(startup: list[dict]) -> str:
+    """Markdown table of `startup_times` rows: wall seconds, CPU seconds in parentheses."""
+    lines = [
+        "| Numba cache | to first prediction: CPU (wall) | to first stream block: CPU (wall) "
+        "| interpreter start (wall) | " + " | ".join(PHASES) + " |",
+        "|---|---:|---:|---:|" + "---:|" * len(PHASES),
+    ]
+    for s in startup:
+        phases = " | ".join(f"{s[f'{p} (CPU)']:.2f} s ({s[p]:.2f} s)" for p in PHASES)
+        lines.append(
+            f"| {s['cache']} | {s['cpu_to_first_prediction']:.2f} s "
+            f"({s['to_first_prediction']:.2f} s) | {s['cpu_to_first_stream_block']:.2f} s "
+            f"({s['to_first_stream_block']:.2f} s) | {s['interpreter']:.2f} s | {phases} |"
+        )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- first use
+
+#: What a new user runs: a model with its defaults in River's loop over LED-shaped dicts
+#: (predict, then learn) for one mini-batch, then one more prediction. The first non-empty
+#: prediction comes after the first label, before any update; the last one after the first
+#: update (which compiles the learning kernel on a cold cache).
+_FIRST_USE_SCRIPT = r"""
+import json, sys, time
+start = time.time()
+import river_dhbm
+imported = time.time()
+model = getattr(river_dhbm, sys.argv[1])()
+x = {i: float((i * 7) % 3 == 0) for i in range(24)}
+first = None
+for i in range(model.batch_size):
+    if model.predict_one(x) is not None and first is None:
+        first = time.time()
+    model.learn_one(x, i % 10)
+model.predict_one(x)
+print(json.dumps({"import": imported - start, "first_at": first, "predicted_at": time.time(),
+                  "cpu": time.process_time()}))
+"""
+
+FIRST_USE_MODELS = ("DHBM", "DHDA", "PseudoLabelMLP", "SBEN", "HSDA")
+TARGET_FIRST_USE = 10.0  # seconds to the first prediction with an empty cache (issue 17)
+
+
+def first_use_time(model: str = "DHBM", cold: bool = True) -> dict:
+    """Seconds from a new process to `model()`'s first prediction after one mini-batch of 20
+    dicts has been learnt (`to_first_prediction`, its first update included) and to its first
+    prediction in River's loop (`to_first_loop_prediction`, before any update): with an empty
+    Numba cache (`cold`, a new `NUMBA_CACHE_DIR`) or the usual one. Also returns the line the
+    process wrote on stderr (the compile notice)."""
+    env = dict(os.environ)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    with tempfile.TemporaryDirectory(prefix="numba_first_use_") as tmp:
+        if cold:
+            env["NUMBA_CACHE_DIR"] = tmp
+        spawned = time.time()
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_USE_SCRIPT, model], env=env, capture_output=True,
+            text=True,
+        )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the {model} process failed: {last}")
+    marks = json.loads(done.stdout.strip().splitlines()[-1])
+    notice = [line for line in done.stderr.splitlines() if line.startswith("river_dhbm:")]
+    return {"model": model, "cache": "empty" if cold else "warm",
+            "to_first_prediction": marks["predicted_at"] - spawned,  # interpreter start included
+            "to_first_loop_prediction": marks["first_at"] - spawned,
+            "process_wall": time.time() - spawned, "cpu": marks["cpu"],
+            "import": marks["import"], "notice": notice[0] if notice else ""}
+
+
+def bench_first_use(models=("DHBM",), warm: bool = True) -> list[dict]:
+    """`first_use_time` of each model, with an empty cache (then, if `warm`, a warm one)."""
+    rows = []
+    for model in models:
+        rows.append(first_use_time(model, cold=True))
+        if warm:
+            first_use_time(model, cold=False)  # fills the usual cache if it was not
+            rows.append(first_use_time(model, cold=False))
+    return rows
+
+
+#: Columns of `format_table`: (header, right-aligned, cell of a row).
+_COLUMNS = (
+    ("model", False, lambda r: f"{r['model']}()"),
+    ("Numba cache", False, lambda r: r["cache"]),
+    ("first prediction after one update (wall)", True,
+     lambda r: f"{r['to_first_prediction']:.1f} s"),
+    ("CPU", True, lambda r: f"{r['cpu']:.1f} s"),
+    ("first prediction in River's loop (wall)", True,
+     lambda r: f"{r['to_first_loop_prediction']:.1f} s"),
+    ("import", True, lambda r: f"{r['import']:.2f} s"),
+    ("stderr", False, lambda r: r["notice"] or "(nothing)"),
+)
+
+
+def format_table(rows: list[dict]) -> str:
+    """Markdown table of `bench_first_use` rows."""
+    table = [[h for h, _, _ in _COLUMNS], ["---:" if right else "---" for _, right, _ in _COLUMNS]]
+    table += [[cell(r) for _, _, cell in _COLUMNS] for r in rows]
+    return "\n".join("| " + " | ".join(line) + " |" for line in table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation bench first_use", description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", default=["DHBM"],
+                        help=f"from {', '.join(FIRST_USE_MODELS)} (default DHBM)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    models = args.models
+    unknown = [m for m in models if m not in FIRST_USE_MODELS]
+    if unknown:
+        print(f"error: unknown model {unknown[0]!r}; choose from {', '.join(FIRST_USE_MODELS)}",
+              file=sys.stderr)
+        return 2
+    try:
+        rows = bench_first_use(models)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(format_table(rows))
+    cold = [r["to_first_prediction"] for r in rows if r["cache"] == "empty"]
+    print(f"\nslowest first prediction with an empty cache: {max(cold):.1f} s "
+          f"(target <= {TARGET_FIRST_USE:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

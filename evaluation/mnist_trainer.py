@@ -1,0 +1,306 @@
+"""The offline trainer of the MNIST experiment: one seeded trial, the grid search, workers.
+
+A trial (`TrialSpec`) trains one model on mini-batches of 10 labeled + 10 unlabeled images
+(paper Algorithm 1) for a number of passes over the unlabeled images, then scores it on the
+validation and test images. `run_specs` runs many, in spawned processes with one BLAS thread
+each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import os
+import sys
+import time
+
+import numpy as np
+
+from .mnist_data import MNIST, load_mnist, pixels, split_indices
+
+__all__ = [
+    "MODELS", "TrialSpec", "batch_plan", "build_model", "error_rate", "planned_updates",
+    "run_specs", "run_trial", "select",
+]
+
+#: `--model` name -> (name in `evaluation.registry.MODELS`, row of the paper's Table 1).
+MODELS = {"dhbm": ("dhbm-sap", "3-DHBM"), "dhda": ("dhda", "3-DHDA")}
+
+
+def batch_plan(labeled, unlabeled, epochs: int, per_batch: tuple, rng: np.random.Generator):
+    """Yield `(labeled_rows, unlabeled_rows)` index arrays of each update.
+
+    Each epoch is a fresh shuffle of `unlabeled`, cut into mini-batches of `per_batch[1]`
+    rows (a short last one dropped); each is paired with the next `per_batch[0]` rows of an
+    endless stream of shuffles of `labeled` (so one labeled epoch is
+    `len(labeled) / per_batch[0]` updates).
+
+    """
+    n_lab, n_unlab = per_batch
+    stream = np.empty(0, dtype=np.int64)
+    for _ in range(epochs):
+        order = rng.permutation(unlabeled)
+        for start in range(0, len(order) - n_unlab + 1, n_unlab):
+            while len(stream) < n_lab:
+                stream = np.concatenate([stream, rng.permutation(labeled)])
+            yield stream[:n_lab], order[start : start + n_unlab]
+            stream = stream[n_lab:]
+
+
+def error_rate(model, X, y, chunk: int = 2000) -> float:
+    """Share of rows of `X` whose most probable class is not `y` (1.0 before any label)."""
+    classes = np.asarray(model.classes_)
+    if len(classes) == 0:
+        return 1.0
+    wrong = 0
+    for start in range(0, len(X), chunk):
+        P = model.predict_proba_arrays(pixels(X[start : start + chunk]))
+        wrong += int((classes[P.argmax(axis=1)] != y[start : start + chunk]).sum())
+    return wrong / len(X)
+
+
+# ---------------------------------------------------------------------------------- trials
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialSpec:
+    """One training run: a picklable recipe (the data is passed separately).
+
+    `beta_schedule` is eq. 17's `(T1, T2)` in labeled epochs; the model gets it in updates.
+    `max_train` caps the unlabeled rows used (None: all); grid-search runs skip the test
+    images (`score_test` False). `split_seed` fixes which images are
+    labeled and held out, `seed` the model and the order of the mini-batches.
+    """
+
+    model: str
+    trial: int
+    seed: int
+    split_seed: int
+    params: dict = dataclasses.field(default_factory=dict, hash=False)
+    labels: int = 100
+    validation: int = 1000
+    epochs: int = 6
+    labeled_per_batch: int = 10
+    unlabeled_per_batch: int = 10
+    beta_schedule: tuple | None = (3, 300)
+    max_train: int | None = None
+    score_test: bool = True
+
+    def updates_per_labeled_epoch(self) -> float:
+        return self.labels / self.labeled_per_batch
+
+    def model_params(self) -> dict:
+        """Constructor arguments: `params`, the mini-batch size and the schedule in updates."""
+        params = dict(self.params)
+        params["batch_size"] = self.labeled_per_batch + self.unlabeled_per_batch
+        if self.beta_schedule is not None:
+            k = self.updates_per_labeled_epoch()
+            params["beta_schedule"] = tuple(float(t) * k for t in self.beta_schedule)
+        else:
+            params["beta_schedule"] = None
+        if "hidden_sizes" in params:
+            params["hidden_sizes"] = tuple(params["hidden_sizes"])
+        return params
+
+
+def build_model(spec: TrialSpec, n_features: int, n_classes: int):
+    """The fresh model of `spec` from `evaluation.registry` (on top of `Class.paper()`)."""
+    from . import registry
+
+    name = MODELS[spec.model][0] if spec.model in MODELS else spec.model
+    return registry.make_model(
+        name, n_features, n_classes, seed=spec.seed, params=spec.model_params(),
+        batch_size=spec.labeled_per_batch + spec.unlabeled_per_batch,
+    )
+
+
+def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
+              chunk_updates: int = 50) -> dict:
+    """Train one model per `spec` on `data`, return its validation and test errors.
+
+    `make_model(spec, n_features, n_classes)` builds the model (default `build_model`);
+    `progress(n)` is called with the number of updates done since its last call.
+    """
+    start = time.perf_counter()
+    labeled, validation, unlabeled = split_indices(
+        data.train_labels, spec.labels, spec.validation, spec.split_seed
+    )
+    rng = np.random.default_rng(spec.seed)
+    if spec.max_train is not None and spec.max_train < len(unlabeled):
+        unlabeled = np.sort(rng.choice(unlabeled, size=spec.max_train, replace=False))
+    n_classes = len(np.unique(data.train_labels))
+    model = (make_model or build_model)(spec, data.train_images.shape[1], n_classes)
+    X, y = data.train_images, data.train_labels
+    per_batch = (spec.labeled_per_batch, spec.unlabeled_per_batch)
+    mask = np.r_[np.ones(per_batch[0], bool), np.zeros(per_batch[1], bool)]
+    plan = batch_plan(labeled, unlabeled, spec.epochs, per_batch, rng)
+    updates = 0
+    while True:
+        # Whole mini-batches, many per call: the model's buffer cuts them where we did.
+        block = list(itertools.islice(plan, chunk_updates))
+        if not block:
+            break
+        rows = np.concatenate([np.r_[lab, unlab] for lab, unlab in block])
+        model.learn_arrays(pixels(X[rows]), y[rows], np.tile(mask, len(block)))
+        updates += len(block)
+        if progress is not None:
+            progress(len(block))
+    result = {
+        "model": spec.model,
+        "trial": spec.trial,
+        "seed": spec.seed,
+        "learning_rate": spec.params.get("learning_rate"),
+        "beta": spec.params.get("beta"),
+        "validation_error": error_rate(model, X[validation], y[validation]),
+        "test_error": (error_rate(model, data.test_images, data.test_labels)
+                       if spec.score_test else float("nan")),
+        "updates": updates,
+        "unlabeled_rows": len(unlabeled),
+        "seconds": time.perf_counter() - start,
+    }
+    return result
+
+
+def planned_updates(spec: TrialSpec, n_train: int) -> int:
+    """Updates `run_trial` will make on a training set of `n_train` images."""
+    n_unlab = n_train - spec.labels - spec.validation
+    if spec.max_train is not None:
+        n_unlab = min(n_unlab, spec.max_train)
+    return spec.epochs * (n_unlab // spec.unlabeled_per_batch)
+
+
+def select(specs, data: MNIST, make_model=None, runner=None) -> tuple[dict, list]:
+    """Run every grid point in `specs`, return the params of the lowest validation error
+    (the first on ties) and every result."""
+    results = (runner or (lambda s: [run_trial(x, data, make_model) for x in s]))(list(specs))
+    best = min(range(len(results)), key=lambda i: results[i]["validation_error"])
+    return dict(specs[best].params), results
+
+
+# ---------------------------------------------------------------------------------- execution
+
+_DATA_CACHE: dict = {}
+
+
+#: Environment variables that cap the BLAS thread pools (OpenBLAS, MKL, BLIS, OpenMP): the
+#: worker processes are started with them set to 1, so `jobs` workers use `jobs` cores.
+BLAS_THREAD_VARS = (
+    "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "OMP_NUM_THREADS",
+)
+
+
+def _single_threaded_blas():
+    """A context in which BLAS runs on one thread (threadpoolctl when installed; otherwise
+    the environment variables, read by the BLAS when the worker loads it, do the job)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _worker(spec: TrialSpec, directory: str, queue, index: int) -> dict:
+    data = _DATA_CACHE.get(directory)
+    if data is None:
+        data = _DATA_CACHE[directory] = load_mnist(directory)
+    report = None if queue is None else (lambda n: queue.put((index, n)))
+    with _single_threaded_blas():
+        return run_trial(spec, data, progress=report)
+
+
+def _blas_threads() -> int | None:
+    """The largest BLAS thread count of this process (None without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover
+        return None
+    counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(counts, default=None)
+
+
+class _Progress:
+    """One bar of updates over all the runs of a stage; nothing when quiet."""
+
+    def __init__(self, total: int, desc: str, quiet: bool):
+        self.bar = None
+        if not quiet:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="upd", unit_scale=True,
+                            dynamic_ncols=True, file=sys.stderr)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_specs(specs, data: MNIST, directory: str | None, jobs: int, desc: str, quiet: bool,
+              make_model=None, on_result=None) -> list:
+    """Run `specs` (in `jobs` spawned processes that read `directory` themselves when > 1).
+
+    `on_result(result)` is called as each run finishes (so a long job leaves its finished
+    trials behind if it is cut off).
+    """
+    specs = list(specs)
+    bar = _Progress(sum(planned_updates(s, len(data.train_labels)) for s in specs), desc, quiet)
+    try:
+        if jobs <= 1 or len(specs) == 1 or directory is None:
+            results = []
+            for s in specs:
+                results.append(run_trial(s, data, make_model, progress=bar.update))
+                if on_result is not None:
+                    on_result(results[-1])
+            return results
+        return _run_processes(specs, directory, jobs, bar, on_result)
+    finally:
+        bar.close()
+
+
+@contextlib.contextmanager
+def _environment(**values):
+    """`os.environ` with `values` set, restored on exit."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _run_processes(specs, directory, jobs, bar, on_result=None) -> list:
+    import multiprocessing as mp
+    import queue as queue_module
+    from concurrent import futures
+
+    context = mp.get_context("spawn")
+    # Workers inherit the environment when spawned: one BLAS thread each, so that `jobs`
+    # workers do not oversubscribe `jobs` cores (OpenBLAS would start one thread per core).
+    with _environment(**dict.fromkeys(BLAS_THREAD_VARS, "1")), context.Manager() as manager:
+        queue = None if bar.bar is None else manager.Queue()
+        with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            pending = {pool.submit(_worker, s, directory, queue, i): i for i, s in enumerate(specs)}
+            results: list = [None] * len(specs)
+            while pending:
+                done, _ = futures.wait(pending, timeout=0.5, return_when=futures.FIRST_COMPLETED)
+                while queue is not None:
+                    try:
+                        bar.update(queue.get_nowait()[1])
+                    except queue_module.Empty:
+                        break
+                for f in done:
+                    i = pending.pop(f)
+                    results[i] = f.result()
+                    if on_result is not None:
+                        on_result(results[i])
+    return results

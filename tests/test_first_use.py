@@ -1,0 +1,87 @@
+"""The first use: one line on stderr when (and only when) a model's kernels must compile."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from numba.core import config
+
+import river_dhbm
+from river_dhbm import first_use
+
+# A stand-in model whose "learning kernel" is a tiny cached Numba function in its own module,
+# run in fresh processes sharing one NUMBA_CACHE_DIR: the first compiles, the second loads.
+_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from river_dhbm import first_use
+
+    first_use.FIRST_KERNELS["Tiny"] = ("tiny_kernel:add_one", 1)
+
+    class Tiny:
+        pass
+
+    first_use.announce_compilation(Tiny())
+    first_use.announce_compilation(Tiny())  # once per process
+    import tiny_kernel
+    assert tiny_kernel.add_one(1) == 2
+    """
+)
+
+
+def _run(tmp_path, cache_dir):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
+    env.pop("NUMBA_DISABLE_JIT", None)
+    root = os.path.dirname(os.path.dirname(river_dhbm.__file__))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp_path)], env=env,
+                          capture_output=True, text=True, check=True)
+    return done.stderr
+
+
+def test_notice_only_when_the_cache_is_cold(tmp_path):
+    (tmp_path / "tiny_kernel.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef add_one(x):\n    return x + 1\n"
+    )
+    cold = _run(tmp_path, tmp_path / "cache")
+    assert cold.splitlines() == [
+        "river_dhbm: compiling Tiny's kernels for first use (about 1 s, cached afterwards)"
+    ]
+    assert _run(tmp_path, tmp_path / "cache") == ""  # warm: not a word
+    assert "compiling" in _run(tmp_path, tmp_path / "other-cache")  # another empty cache
+
+
+@pytest.mark.skipif(config.DISABLE_JIT, reason="no dispatchers without the JIT")
+def test_every_model_has_a_known_kernel():
+    # a renamed kernel would silence the notice: each entry must resolve to a Numba dispatcher
+    for name in first_use.FIRST_KERNELS:
+        model = getattr(river_dhbm, name)()
+        kernel, seconds = first_use._kernel_of(model)
+        assert hasattr(kernel, "signatures") and seconds > 0, name
+
+
+def test_subclasses_use_their_parents_kernel():
+    class MyDHBM(river_dhbm.DHBM):
+        pass
+
+    assert first_use._kernel_of(MyDHBM())[0] is first_use._kernel_of(river_dhbm.DHBM())[0]
+
+
+def test_bench_first_use_table_and_errors(monkeypatch, capsys):
+    from evaluation.bench import first_use as bench
+
+    row = {"model": "DHBM", "cache": "empty", "to_first_prediction": 12.0, "cpu": 11.0,
+           "to_first_loop_prediction": 1.5, "import": 0.3,
+           "notice": "river_dhbm: compiling DHBM's kernels for first use"}
+    table = bench.format_table([row, {**row, "cache": "warm", "notice": ""}]).splitlines()
+    assert len(table) == 4 and all(line.count("|") == table[0].count("|") for line in table)
+    assert "(nothing)" in table[-1]
+    monkeypatch.setattr(bench, "bench_first_use", lambda models: [row])
+    assert bench.main(["DHBM"]) == 0
+    assert "12.0 s (target <= 10 s)" in capsys.readouterr().out
+    assert bench.main(["Nope"]) == 2

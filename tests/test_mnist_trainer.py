@@ -1,0 +1,91 @@
+"""evaluation.mnist_trainer: the batch plan, the schedule, trials on scikit-learn's digits, the
+selection, the workers."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in  # noqa: F401
+
+from evaluation import mnist
+
+
+def test_batch_plan_pairs_labeled_and_unlabeled_minibatches():
+    labeled, unlabeled = np.arange(7), np.arange(100, 143)
+    plan = list(mnist.batch_plan(labeled, unlabeled, 2, (3, 10), np.random.default_rng(0)))
+    assert len(plan) == 2 * 4  # 43 unlabeled rows -> 4 full mini-batches of 10 per epoch
+    assert all(len(l) == 3 and len(u) == 10 for l, u in plan)
+    first_epoch = np.concatenate([u for _, u in plan[:4]])
+    assert len(set(first_epoch.tolist())) == 40 and set(first_epoch) <= set(unlabeled)
+    stream = np.concatenate([l for l, _ in plan])
+    assert sorted(stream[:7].tolist()) == list(range(7))  # one labeled epoch before repeats
+
+
+# ---------------------------------------------------------------------------------- trials
+
+
+def test_schedule_in_labeled_epochs_becomes_updates():
+    spec = mnist.TrialSpec(model="dhbm", trial=0, seed=1, split_seed=2,
+                           params={"hidden_sizes": [784, 784, 784]})
+    params = spec.model_params()
+    assert params["beta_schedule"] == (30.0, 3000.0)  # 100 labels / 10 per update
+    assert params["batch_size"] == 20 and params["hidden_sizes"] == (784, 784, 784)
+
+
+def test_pipeline_learns_digits_with_stand_in():
+    data = digits_as_mnist()
+    spec = mnist.TrialSpec(model="standin", trial=0, seed=5, split_seed=6, labels=50,
+                           validation=200, epochs=3, labeled_per_batch=5, unlabeled_per_batch=15,
+                           params={"learning_rate": 0.5})
+    models = []
+
+    def make(spec, d, c):
+        models.append(stand_in(spec, d, c))
+        return models[-1]
+
+    result = mnist.run_trial(spec, data, make_model=make)
+    assert result["updates"] == 3 * (1150 // 15)
+    assert result["test_error"] < 0.35 and result["validation_error"] < 0.35  # chance: 0.9
+    model = models[0]
+    assert model.beta_schedule == (30.0, 3000.0)  # (3, 300) epochs of 50 labels / 5 per update
+    assert all((b >= 0).sum() == 5 and (b[:5] >= 0).all() for b in model.batches)
+    assert mnist.run_trial(spec, data, make_model=stand_in)["test_error"] == result["test_error"]
+
+
+def test_selection_picks_the_lowest_validation_error():
+    data = digits_as_mnist()
+    specs = [
+        mnist.TrialSpec(model="standin", trial=-1, seed=1, split_seed=2, labels=50,
+                        validation=200, epochs=1, max_train=300, params={"learning_rate": lr})
+        for lr in (1e-6, 0.5)
+    ]
+    chosen, results = mnist.select(specs, data, make_model=stand_in)
+    assert chosen == {"learning_rate": 0.5}
+    assert results[0]["validation_error"] > results[1]["validation_error"]
+    assert all(r["unlabeled_rows"] == 300 for r in results)
+
+
+def test_each_finished_trial_is_reported_at_once():
+    data = digits_as_mnist()
+    specs = [mnist.TrialSpec(model="standin", trial=k, seed=k, split_seed=k, labels=50,
+                             validation=200, epochs=1, max_train=100) for k in range(2)]
+    seen = []
+    results = mnist.run_specs(specs, data, None, 1, "trials", True, make_model=stand_in,
+                              on_result=lambda r: seen.append(r["trial"]))
+    assert seen == [0, 1] and [r["trial"] for r in results] == [0, 1]
+
+
+def test_workers_get_one_blas_thread_and_the_environment_is_restored(monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    with mnist._environment(**dict.fromkeys(mnist.BLAS_THREAD_VARS, "1")):
+        assert all(os.environ[k] == "1" for k in mnist.BLAS_THREAD_VARS)
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "7" and "MKL_NUM_THREADS" not in os.environ
+    with mnist._single_threaded_blas():
+        assert mnist._blas_threads() in (1, None)  # None: no BLAS pool found
+
+
+# ---------------------------------------------------------------------------------- real models
