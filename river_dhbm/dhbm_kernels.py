@@ -308,7 +308,9 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     if estimator == MF:
         reconstruct(layer(mu, hcum, n, 0), theta, theta_t, off, sizes, xrec)
         if C > 0 and mf_steps == 0:  # mu is the recognition pass: p(y | mu) is P
-            Y[:, :] = P
+            for r in range(n):  # loops: a slice assignment compiles its error paths too
+                for k in range(C):
+                    Y[r, k] = P[r, k]
         elif C > 0:
             joint_proba(mu, n, theta, off, sizes, hcum, C, Y)
         for i in range(A):

@@ -44,6 +44,14 @@ class LabelMemory:
 
 
 @njit(**_JIT)
+def _copy_row(src, i, dst, j):
+    """`dst[j] = src[i]` in a loop (a slice assignment compiles its error paths too: seconds
+    of a model's first use)."""
+    for c in range(src.shape[1]):
+        dst[j, c] = src[i, c]
+
+
+@njit(**_JIT)
 def memory_push(mem_X, mem_y, state, X, codes, n):
     """Store the labeled rows (`codes >= 0`) among the first `n` rows of `X` in the ring."""
     size = mem_y.shape[0]
@@ -52,7 +60,7 @@ def memory_push(mem_X, mem_y, state, X, codes, n):
     for r in range(n):
         if codes[r] >= 0:
             slot = state[1]
-            mem_X[slot, :] = X[r]
+            _copy_row(X, r, mem_X, slot)
             mem_y[slot] = codes[r]
             state[1] = (slot + 1) % size
             if state[0] < size:
@@ -65,14 +73,14 @@ def memory_replay(mem_X, mem_y, state, X, codes, n, u, out_X, out_codes):
     row `int(u * rows stored)`), into `out_X`, `out_codes`; returns the row count (`n` when the
     memory is empty). The replayed rows are drawn before this batch's labels are stored."""
     for r in range(n):
-        out_X[r, :] = X[r]
+        _copy_row(X, r, out_X, r)
         out_codes[r] = codes[r]
     count = state[0]
     if count == 0:
         return n
     for k in range(u.shape[0]):
         i = min(int(u[k] * count), count - 1)
-        out_X[n + k, :] = mem_X[i]
+        _copy_row(mem_X, i, out_X, n + k)
         out_codes[n + k] = mem_y[i]
     return n + u.shape[0]
 
