@@ -162,7 +162,17 @@ class SBEN(DHBM):
     Notes
     -----
     Each block is exactly a one-hidden-layer `DHBM` (same layout, initialisation and
-    learning step, see its Notes), so its recognition weights are not doubled. The blocks
+    learning step, see its Notes), so its recognition weights are not doubled, and its Adam
+    step is the full `learning_rate` (each block is one layer deep).
+
+    Scarce labels, as for `DHBM` (stationary LED / Waveform, faded error over the last 50,000
+    of 200,000 instances, seeds 1-5, columns 0.1 % / 1 % / 10 % labels): the label memory
+    (`replay=4`, `memory_size=1000`) is learnt by every block; without it (`replay=0`)
+    LED 0.787 / 0.900 / 0.270, Waveform 0.630 / 0.666 / 0.153, with it about 0.41 / 0.27 /
+    0.261 and 0.18 / 0.152 / 0.144. The confident proxy labels come from the stack's
+    averaged prediction and every block learns them as labeled rows; without them
+    (`confidence=None`) LED 0.417 / 0.271 / 0.261, Waveform 0.189 / 0.154 / 0.147: no
+    difference beyond the standard errors. The blocks
     share the label map and the update counter; the whole stack is one flat buffer and one
     jitted call per mini-batch.
 
