@@ -19,6 +19,7 @@ from river_dhbm.kernels import (
     COL_B,
     COL_R,
     COL_RB,
+    COL_U,
     COL_W,
     activate,
     derivative,
@@ -44,6 +45,7 @@ __all__ = [
     "hsda_forward",
     "hsda_proba",
     "hsda_update",
+    "scale_upper_layers",
     "reconstruction_delta",
 ]
 
@@ -178,7 +180,7 @@ def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, gra
 
 @njit(cache=True)
 def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
-                lr, alpha, beta, disc_weight, hard, mask, kappa):
+                lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa):
     """One learning step of the DHDA on a mixed mini-batch (paper Algorithms 1 and 3), in place.
 
     `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
@@ -191,7 +193,9 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
        `sum_r wrow[r] (sum_l recon_l + -log p(T_r | mu_r))`, the output error reaching every
        layer through `U^l` and each reconstruction error through the tied `W^l`, with the
        dropout masks on the deltas;
-    6. `theta -= lr * grad` (`grad` zeroed buffer of `theta`'s size, left zeroed).
+    6. `theta -= lr * grad` (`grad` zeroed buffer of `theta`'s size, left zeroed), except
+       the parameters of the layers above the first (`W^l, b^l, U^l, R^l, r^l`, `l >= 2`),
+       which step by `upper_lr`.
     """
     n, D = X.shape
     L = sizes.shape[0] - 1
@@ -263,7 +267,28 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     reconstruction_delta(mu, X, wrow, theta, mirror, off, sizes, hcum, kind, dec_kind, mse, mask,
                          xhat[:0], grad, delta)
     encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
+    if upper_lr != lr:
+        scale_upper_layers(grad, off, sizes, C, upper_lr / lr)
     sgd_step(theta, grad, lr)
+
+
+@njit(cache=True)
+def scale_upper_layers(grad, off, sizes, n_classes, ratio):
+    """Multiply the entries of every layer above the first (`W^l, b^l, U^l, R^l, r^l`, layers
+    `l >= 1` in code) by `ratio`, in place; the first layer, `c` and `d` keep theirs."""
+    L = sizes.shape[0] - 1
+    for l in range(1, L):
+        fan_in, fan_out = sizes[l], sizes[l + 1]
+        for col in range(5):
+            if col == COL_W or col == COL_R:
+                size = fan_in * fan_out
+            elif col == COL_U:
+                size = fan_out * n_classes
+            else:
+                size = fan_out
+            o = off[l, col]
+            for i in range(size):
+                grad[o + i] *= ratio
 
 
 @njit(cache=True)

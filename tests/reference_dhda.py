@@ -201,6 +201,15 @@ def gradients(p, X, stats, kind, loss, m, disc_weight):
     return g
 
 
+def step(g, lr, upper_lr):
+    """The SGD step of the gradients `g` (keys of `gradients`): `lr` times those of the first
+    layer, `c` and `d`, `upper_lr` times those of the layers above the first."""
+    out = {key: [(lr if l == 0 else upper_lr) * a for l, a in enumerate(g[key])]
+           for key in ("W", "b", "U", "R", "rb")}
+    out["c"], out["d"] = lr * g["c"], lr * g["d"]
+    return out
+
+
 def proba(X, p, kind, keep):
     """Prediction: one recognition pass with the activities scaled by the keep probability."""
     return joint_proba(recognition(X, p, kind, None, scale=keep), p)
