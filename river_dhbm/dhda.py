@@ -153,9 +153,9 @@ class DHDA(HybridClassifier):
     - `slow_upper_layers` (not in the paper; off under `paper()`): the layers above the first
       (`W^l, b^l, U^l, R^l, r^l`, `l >= 2`) take a tenth of the step (`UPPER_STEP`), the first
       layer, `c` and `d` the full one. Measured (10 % labels, seeds 1-2, widths 64, depth
-      2 / 3 / 4): LED 0.294 / 0.289 / 0.298 before, 0.265 / 0.264 / 0.265 after (one layer
-      0.263); Waveform 0.143 / 0.160 / 0.173 before, 0.146 / 0.147 / 0.149 after (one layer
-      0.144). A step of `1/depth` for those layers (and `U^l`) left depth 2 at 0.277 on LED,
+      2 / 3 / 4): LED 0.294 / 0.287 / 0.301 before, 0.265 / 0.264 / 0.265 after (one layer
+      0.261); Waveform 0.145 / 0.161 / 0.170 before, 0.146 / 0.147 / 0.149 after (one layer
+      0.145). A step of `1/depth` for those layers (and `U^l`) left depth 2 at 0.277 on LED,
       slowing only the weights 0.170 at depth 4 on Waveform, only `U^l` 0.288 at depth 2 on
       LED. One layer is unchanged.
     - `activation="relu"` is the rectifier bounded to [0, 1], `min(max(z, 0), 1)` (slope 1

@@ -122,8 +122,8 @@ class PseudoLabelMLP(HybridClassifier):
     - `deep_identity` (not in Lee 2013 nor the paper; off under `paper()`): the layers above
       the first start as the identity and take a tenth of the step (`UPPER_STEP`), so a deep
       net starts as its one-layer net and its upper layers adapt slowly. Measured (10 %
-      labels, seeds 1-2, widths 64, depth 2 / 3 / 4): Waveform 0.150 / 0.155 / 0.160 before,
-      0.148 / 0.148 / 0.149 after (one layer 0.141); LED 0.258 / 0.261 / 0.263 before,
+      labels, seeds 1-2, widths 64, depth 2 / 3 / 4): Waveform 0.153 / 0.156 / 0.158 before,
+      0.148 / 0.148 / 0.149 after (one layer 0.145); LED 0.261 / 0.262 / 0.264 before,
       0.260 / 0.259 / 0.259 after (one layer 0.258). The identity start alone left depth 4 at
       0.157 on Waveform, an upper step of `1/depth` at 0.152. One layer is unchanged.
 
