@@ -228,6 +228,8 @@ class HSDA(HybridClassifier):
         _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
+        if not isinstance(self.weighted_layers, bool):
+            raise ValueError(f"Invalid weighted_layers ({self.weighted_layers!r}). Must be True or False")
 
     @classmethod
     def _unit_test_params(cls):

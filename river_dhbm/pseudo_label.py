@@ -189,6 +189,8 @@ class PseudoLabelMLP(HybridClassifier):
         _check_probability("dropout", self.dropout)
         _check_choice("activation", self.activation, tuple(kernels.ACTIVATIONS))
         scarce_labels.check_params(self, confidence=False)
+        if not isinstance(self.deep_identity, bool):
+            raise ValueError(f"Invalid deep_identity ({self.deep_identity!r}). Must be True or False")
 
     @classmethod
     def _unit_test_params(cls):

@@ -223,6 +223,7 @@ def test_beta_zero_ignores_unlabeled_rows():
         ({"beta": float("inf")}, r"Invalid beta \(inf\)"),
         ({"beta_schedule": (3,)}, r"Invalid beta_schedule \(\(3,\)\)"),
         ({"dropout": -0.1}, r"Invalid dropout \(-0.1\)"),
+        ({"slow_upper_layers": 1}, r"Invalid slow_upper_layers \(1\). Must be True or False"),
         ({"pseudo_label": "argmax"}, r"Invalid pseudo_label \('argmax'\)"),
         ({"discriminative_weight": -1}, r"Invalid discriminative_weight \(-1\)"),
         ({"activation": "tanh"}, r"Invalid activation \('tanh'\)"),
@@ -302,8 +303,9 @@ def test_recognition_network_starts_as_a_copy_of_the_model():
 
 def test_slow_upper_layers_scale_the_step_of_the_layers_above_the_first():
     """`slow_upper_layers`: every parameter of the layers above the first moves by
-    `UPPER_STEP` times its plain step, the first layer, `c` and `d` by the plain step; the
-    paper's settings turn it off, and a one-layer model is unaffected."""
+    `UPPER_STEP` times its plain step, the first layer, `c` and `d` by the plain step; their
+    initial weights (and the recognition copies) are `UPPER_INIT` times the Glorot draw; the
+    paper's settings turn it off."""
     X, _ = _batch(10, 5, 3, 0, seed=21)
     y = (np.arange(10) % 3).astype(float)  # every class in the first batch
     labeled = (np.arange(10) < 5) | (np.arange(10) % 2 == 0)
@@ -322,3 +324,13 @@ def test_slow_upper_layers_scale_the_step_of_the_layers_above_the_first():
     np.testing.assert_array_equal(d_slow[c0:], d_plain[c0:])
     assert DHDA._PAPER_SETTINGS["slow_upper_layers"] is False
     assert DHDA().slow_upper_layers is True
+    small = DHDA(hidden_sizes=(4, 3, 3), batch_size=5, seed=0)
+    glorot = DHDA(hidden_sizes=(4, 3, 3), batch_size=5, slow_upper_layers=False, seed=0)
+    for model in (small, glorot):
+        model.learn_one(dict(enumerate(X[0])))
+    for l, factor in ((0, 1.0), (1, DHDA.UPPER_INIT), (2, DHDA.UPPER_INIT)):
+        for col in (kernels.COL_W, kernels.COL_R):
+            np.testing.assert_allclose(
+                kernels.matrix(small._theta, small._off, small._sizes, l, col),
+                factor * kernels.matrix(glorot._theta, glorot._off, glorot._sizes, l, col),
+                rtol=1e-15)

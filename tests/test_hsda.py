@@ -222,6 +222,7 @@ def test_weighted_layers_follow_each_layers_recent_log_loss():
         ({"beta": -0.1}, r"Invalid beta \(-0.1\)"),
         ({"beta_schedule": (1, 1)}, r"Invalid beta_schedule \(\(1, 1\)\)"),
         ({"dropout": 1.5}, r"Invalid dropout \(1.5\)"),
+        ({"weighted_layers": 1}, r"Invalid weighted_layers \(1\). Must be True or False"),
         ({"pseudo_label": None}, r"Invalid pseudo_label \(None\)"),
         ({"activation": "elu"}, r"Invalid activation \('elu'\)"),
     ],

@@ -198,6 +198,7 @@ def test_beta_schedule_follows_eq_17():
         ({"dropout": 1.0}, r"Invalid dropout \(1.0\). Valid range is \[0, 1\)"),
         ({"dropout": float("nan")}, r"Invalid dropout \(nan\)"),
         ({"activation": "tanh"}, r"Invalid activation \('tanh'\)"),
+        ({"deep_identity": "yes"}, r"Invalid deep_identity \('yes'\). Must be True or False"),
         ({"beta_schedule": (5, 2)}, r"Invalid beta_schedule \(\(5, 2\)\)"),
         ({"batch_size": 0}, r"Invalid batch_size \(0\)"),
     ],
