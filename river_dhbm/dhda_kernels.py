@@ -19,6 +19,7 @@ from river_dhbm.kernels import (
     COL_B,
     COL_R,
     COL_RB,
+    COL_U,
     COL_W,
     activate,
     derivative,
@@ -43,8 +44,10 @@ __all__ = [
     "encoder_backward",
     "hsda_forward",
     "hsda_proba",
+    "hsda_track_layers",
     "hsda_update",
     "reconstruction_delta",
+    "scale_upper_layers",
 ]
 
 
@@ -178,7 +181,7 @@ def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, gra
 
 @njit(cache=True)
 def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
-                lr, alpha, beta, disc_weight, hard, mask, kappa):
+                lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa):
     """One learning step of the DHDA on a mixed mini-batch (paper Algorithms 1 and 3), in place.
 
     `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
@@ -191,7 +194,9 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
        `sum_r wrow[r] (sum_l recon_l + -log p(T_r | mu_r))`, the output error reaching every
        layer through `U^l` and each reconstruction error through the tied `W^l`, with the
        dropout masks on the deltas;
-    6. `theta -= lr * grad` (`grad` zeroed buffer of `theta`'s size, left zeroed).
+    6. `theta -= lr * grad` (`grad` zeroed buffer of `theta`'s size, left zeroed), except
+       the parameters of the layers above the first (`W^l, b^l, U^l, R^l, r^l`, `l >= 2`),
+       which step by `upper_lr`.
     """
     n, D = X.shape
     L = sizes.shape[0] - 1
@@ -263,7 +268,28 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     reconstruction_delta(mu, X, wrow, theta, mirror, off, sizes, hcum, kind, dec_kind, mse, mask,
                          xhat[:0], grad, delta)
     encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
+    if upper_lr != lr:
+        scale_upper_layers(grad, off, sizes, C, upper_lr / lr)
     sgd_step(theta, grad, lr)
+
+
+@njit(cache=True)
+def scale_upper_layers(grad, off, sizes, n_classes, ratio):
+    """Multiply the entries of every layer above the first (`W^l, b^l, U^l, R^l, r^l`, layers
+    `l >= 1` in code) by `ratio`, in place; the first layer, `c` and `d` keep theirs."""
+    L = sizes.shape[0] - 1
+    for l in range(1, L):
+        fan_in, fan_out = sizes[l], sizes[l + 1]
+        for col in range(5):
+            if col == COL_W or col == COL_R:
+                size = fan_in * fan_out
+            elif col == COL_U:
+                size = fan_out * n_classes
+            else:
+                size = fan_out
+            o = off[l, col]
+            for i in range(size):
+                grad[o + i] *= ratio
 
 
 @njit(cache=True)
@@ -295,11 +321,12 @@ def _sub(sizes, l):
 
 
 @njit(cache=True)
-def hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, mask, scale, act, P):
+def hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, mask, scale, lw, act, P):
     """Clean bottom-up pass of the stack and its ensemble prediction.
 
     `h^l = scale * mask^l * phi(h^{l-1} W^l + b^l)` into `act` (flat, layout `hcum`), and
-    `P [n, C]` the average over layers of each layer's own `softmax(h^l U^l + d^l)`.
+    `P [n, C]` the average over layers of each layer's own `softmax(h^l U^l + d^l)`, layer
+    `l` weighted by `lw[l]` (`lw` sums to 1).
     """
     n = X.shape[0]
     L = sizes.shape[0] - 1
@@ -317,15 +344,41 @@ def hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, mask, scal
             joint_proba(out, n, th, offs[l], sub, hc, n_classes, Pl)
             for r in range(n):
                 for k in range(n_classes):
-                    P[r, k] += Pl[r, k] / L
+                    P[r, k] += lw[l] * Pl[r, k]
+
+
+@njit(cache=True)
+def hsda_track_layers(X, y, theta, bases, offs, sizes, hcum, n_classes, kind, scale, decay,
+                      layer_loss):
+    """Fold each layer's log-loss on the labeled rows `(X, y)` (class indices >= 0) into its
+    running mean `layer_loss[l]`, row by row: `layer_loss[l] += decay * (-log p_l(y_r | x_r)
+    - layer_loss[l])`, `p_l` the layer's own predictor on the clean pass (activities scaled
+    by `scale`); probabilities are floored at 1e-12."""
+    n = X.shape[0]
+    L = sizes.shape[0] - 1
+    if n == 0 or n_classes == 0:
+        return
+    act = np.empty(n * hcum[-1])
+    Pl = np.empty((n, n_classes))
+    for l in range(L):
+        sub, hc = _sub(sizes, l)
+        th = theta[bases[l] : bases[l + 1]]
+        below = X if l == 0 else layer(act, hcum, n, l - 1)
+        out = act[n * hcum[l] : n * hcum[l + 1]]
+        forward_net(below, th, offs[l], sub, hc, COL_W, COL_B, False, kind, act[:0], scale, out)
+        joint_proba(out, n, th, offs[l], sub, hc, n_classes, Pl)
+        for r in range(n):
+            nll = -np.log(max(Pl[r, y[r]], 1e-12))
+            layer_loss[l] += decay * (nll - layer_loss[l])
 
 
 @njit(cache=True)
 def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, dec_kind, mse, lr,
-                alpha, beta, hard, mask, kappa):
+                alpha, beta, hard, mask, kappa, lw):
     """One learning step of the HSDA on a mixed mini-batch, in place.
 
-    1. clean pass (dropout `mask`) -> each layer's input, and the ensemble `p(y | x)`;
+    1. clean pass (dropout `mask`) -> each layer's input, and the ensemble `p(y | x)` (layer
+       weights `lw`);
     2. targets `T` (labels; for unlabeled rows the ensemble probabilities, or their argmax when
        `hard`) and row weights `alpha / n_lab`, `beta / n_unlab`;
     3. every layer `l`, on its input `u` (X, or the clean `h^{l-1}`) held fixed: corrupted
@@ -343,7 +396,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
     T = np.zeros((n, C))
     wrow = np.zeros(n)
     no_mirror = np.empty(0)  # the products read the transposes from theta itself
-    hsda_forward(X, theta, bases, offs, sizes, hcum, C, kind, mask, 1.0, act, P)
+    hsda_forward(X, theta, bases, offs, sizes, hcum, C, kind, mask, 1.0, lw, act, P)
     n_lab = 0
     for r in range(n):
         if y[r] >= 0:
@@ -397,11 +450,12 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
 
 
 @njit(cache=True)
-def hsda_proba(X, theta, bases, offs, sizes, hcum, n_classes, kind, scale):
-    """Ensemble `p(y | x)` `[n, C]`: the average of the layers' own predictors on the clean pass
-    (activities scaled by the dropout keep probability `scale`)."""
+def hsda_proba(X, theta, bases, offs, sizes, hcum, n_classes, kind, scale, lw):
+    """Ensemble `p(y | x)` `[n, C]`: the average of the layers' own predictors, weighted by
+    `lw`, on the clean pass (activities scaled by the dropout keep probability `scale`)."""
     n = X.shape[0]
     act = np.empty(n * hcum[-1])
     P = np.empty((n, n_classes))
-    hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, np.empty(0), scale, act, P)
+    hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, np.empty(0), scale, lw, act,
+                 P)
     return P

@@ -97,8 +97,12 @@ def mlp_proba(X, theta, off, sizes, hcum, n_classes, kind, keep):
 
 
 @njit(cache=True)
-def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, beta, grad):
+def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, upper_lr, beta,
+               grad):
     """One SGD step on `CE(labeled) + beta * CE(pseudo-labeled)`, in place on `theta`.
+
+    The first hidden layer and the output layer take the step `lr`, the hidden layers above
+    the first (their weights and biases) the step `upper_lr`.
 
     `y` int64 `[n]` holds class indices, -1 for unlabeled rows. The pseudo-label of an
     unlabeled row is the argmax of the prediction-mode network before the step (Lee 2013,
@@ -138,5 +142,13 @@ def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, b
                       delta, grad)
     net_backward(X, act, delta, theta, np.empty(0), off, sizes, hcum, COL_W, COL_B, False, kind,
                  mask, grad)
+    if upper_lr != lr:
+        ratio = upper_lr / lr
+        L = sizes.shape[0] - 1
+        for l in range(1, L):
+            for col, size in ((COL_W, sizes[l] * sizes[l + 1]), (COL_B, sizes[l + 1])):
+                o = off[l, col]
+                for i in range(size):
+                    grad[o + i] *= ratio
     sgd_step(theta, grad, lr)
     return n_unlab if use_unlab else 0

@@ -201,6 +201,15 @@ def gradients(p, X, stats, kind, loss, m, disc_weight):
     return g
 
 
+def step(g, lr, upper_lr):
+    """The SGD step of the gradients `g` (keys of `gradients`): `lr` times those of the first
+    layer, `c` and `d`, `upper_lr` times those of the layers above the first."""
+    out = {key: [(lr if l == 0 else upper_lr) * a for l, a in enumerate(g[key])]
+           for key in ("W", "b", "U", "R", "rb")}
+    out["c"], out["d"] = lr * g["c"], lr * g["d"]
+    return out
+
+
 def proba(X, p, kind, keep):
     """Prediction: one recognition pass with the activities scaled by the keep probability."""
     return joint_proba(recognition(X, p, kind, None, scale=keep), p)
@@ -211,18 +220,32 @@ def proba(X, p, kind, keep):
 # bias), U[l] [H_l, C], d[l] [C]; `k[l]` is the corruption mask of layer l's input.
 
 
-def hsda_forward(X, p, kind, m, scale=1.0):
-    """Clean pass: each layer's activities and the ensemble p(y|x) (mean of the layers')."""
+def hsda_forward(X, p, kind, m, scale=1.0, lw=None):
+    """Clean pass: each layer's activities and the ensemble p(y|x) (the layers' predictions
+    weighted by `lw`; None: their mean)."""
     hs, h = [], X
-    for l in range(len(p["W"])):
+    L = len(p["W"])
+    for l in range(L):
         h = scale * phi(h @ p["W"][l] + p["b"][l], kind) * (m[l] if m is not None else 1.0)
         hs.append(h)
-    P = np.mean([softmax(h @ U + d) for h, U, d in zip(hs, p["U"], p["d"])], axis=0)
+    lw = np.full(L, 1.0 / L) if lw is None else lw
+    P = sum(w * softmax(h @ U + d) for w, h, U, d in zip(lw, hs, p["U"], p["d"]))
     return hs, P
 
 
-def hsda_statistics(X, y, p, kind, m, alpha, beta, hard):
-    hs, P = hsda_forward(X, p, kind, m)
+def hsda_track(X, y, p, kind, scale, decay, layer_loss):
+    """The running log-losses after folding in the labeled rows `(X, y)` one by one."""
+    hs, _ = hsda_forward(X, p, kind, None, scale)
+    out = np.array(layer_loss, dtype=float)
+    for l, h in enumerate(hs):
+        P = softmax(h @ p["U"][l] + p["d"][l])
+        for r in range(len(y)):
+            out[l] += decay * (-np.log(max(P[r, y[r]], 1e-12)) - out[l])
+    return out
+
+
+def hsda_statistics(X, y, p, kind, m, alpha, beta, hard, lw=None):
+    hs, P = hsda_forward(X, p, kind, m, lw=lw)
     return [X] + hs[:-1], targets(y, P, hard), row_weights(y, alpha, beta)
 
 

@@ -78,11 +78,15 @@ def gradients(X, T, w, Ws, bs, V, d, activation, masks):
     return dWs, dbs, dV, dd
 
 
-def update(X, y, Ws, bs, V, d, activation, masks, keep, learning_rate, beta):
-    """One SGD step of the pseudo-label MLP, returning new (Ws, bs, V, d)."""
+def update(X, y, Ws, bs, V, d, activation, masks, keep, learning_rate, beta,
+           upper_learning_rate=None):
+    """One SGD step of the pseudo-label MLP, returning new (Ws, bs, V, d); the hidden layers
+    above the first step by `upper_learning_rate` (default: `learning_rate`)."""
     T = pseudo_targets(X, y, Ws, bs, V, d, activation, keep)
     w = row_weights(y, beta)
     dWs, dbs, dV, dd = gradients(X, T, w, Ws, bs, V, d, activation, masks)
-    Ws = [W - learning_rate * g for W, g in zip(Ws, dWs)]
-    bs = [b - learning_rate * g for b, g in zip(bs, dbs)]
+    up = learning_rate if upper_learning_rate is None else upper_learning_rate
+    steps = [learning_rate if l == 0 else up for l in range(len(Ws))]
+    Ws = [W - s * g for W, s, g in zip(Ws, steps, dWs)]
+    bs = [b - s * g for b, s, g in zip(bs, steps, dbs)]
     return Ws, bs, V - learning_rate * dV, d - learning_rate * dd

@@ -100,12 +100,13 @@ def _batch(n, D, C, n_lab, seed):
 
 
 def _kernel_step(net, X, y, kind, loss, mf_steps, lr, alpha, beta, disc, hard, m_flat, k_flat,
-                 theta=None):
+                 theta=None, upper_lr=None):
     theta = net.theta.copy() if theta is None else theta
+    upper_lr = lr if upper_lr is None else upper_lr
     dec = kernels.SIGMOID if loss == "ce" else KINDS[kind]
     dhda_kernels.dhda_update(
         X, y, theta, np.zeros_like(theta), net.off, net.sizes, net.hcum, net.C,
-        KINDS[kind], dec, loss == "mse", mf_steps, lr, alpha, beta, disc, hard,
+        KINDS[kind], dec, loss == "mse", mf_steps, lr, upper_lr, alpha, beta, disc, hard,
         m_flat, k_flat,
     )
     return theta
@@ -124,10 +125,11 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("upper", [1.0, 0.1])
 @pytest.mark.parametrize("sizes, C, kind, loss, dropout, corruption, mf_steps, n_lab, alpha, "
                          "beta, disc, hard", CASES)
 def test_update_matches_reference(sizes, C, kind, loss, dropout, corruption, mf_steps, n_lab,
-                                  alpha, beta, disc, hard):
+                                  alpha, beta, disc, hard, upper):
     n, lr = 8, 0.05
     net = Net(sizes, C, seed=1)
     X, y = _batch(n, sizes[0], C, n_lab, seed=2)
@@ -135,9 +137,9 @@ def test_update_matches_reference(sizes, C, kind, loss, dropout, corruption, mf_
     p = net.params()
     stats = ref.statistics(X, y, p, kind, m, kappas, alpha, beta, hard)
     g = ref.gradients(p, X, stats, kind, loss, m, disc)
-    expected = net.theta - lr * net.flat(g)
+    expected = net.theta - net.flat(ref.step(g, lr, upper * lr))
     got = _kernel_step(net, X, y, kind, loss, mf_steps, lr, alpha, beta, disc, hard, m_flat,
-                       k_flat)
+                       k_flat, upper_lr=upper * lr)
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-13)
 
 
@@ -221,6 +223,7 @@ def test_beta_zero_ignores_unlabeled_rows():
         ({"beta": float("inf")}, r"Invalid beta \(inf\)"),
         ({"beta_schedule": (3,)}, r"Invalid beta_schedule \(\(3,\)\)"),
         ({"dropout": -0.1}, r"Invalid dropout \(-0.1\)"),
+        ({"slow_upper_layers": 1}, r"Invalid slow_upper_layers \(1\). Must be True or False"),
         ({"pseudo_label": "argmax"}, r"Invalid pseudo_label \('argmax'\)"),
         ({"discriminative_weight": -1}, r"Invalid discriminative_weight \(-1\)"),
         ({"activation": "tanh"}, r"Invalid activation \('tanh'\)"),
@@ -296,3 +299,38 @@ def test_recognition_network_starts_as_a_copy_of_the_model():
         np.testing.assert_array_equal(W, R)
         assert np.abs(W).max() <= np.sqrt(6 / (model._sizes[l] + model._sizes[l + 1]))
     assert np.count_nonzero(model._theta) == 2 * (4 * 6 + 6 * 5)
+
+
+def test_slow_upper_layers_scale_the_step_of_the_layers_above_the_first():
+    """`slow_upper_layers`: every parameter of the layers above the first moves by
+    `UPPER_STEP` times its plain step, the first layer, `c` and `d` by the plain step; their
+    initial weights (and the recognition copies) are `UPPER_INIT` times the Glorot draw; the
+    paper's settings turn it off."""
+    X, _ = _batch(10, 5, 3, 0, seed=21)
+    y = (np.arange(10) % 3).astype(float)  # every class in the first batch
+    labeled = (np.arange(10) < 5) | (np.arange(10) % 2 == 0)
+    m = DHDA(hidden_sizes=(4, 3, 3), batch_size=5, seed=0)
+    m.learn_arrays(X[:5], y[:5], labeled[:5])
+    slow, plain = copy.deepcopy(m), copy.deepcopy(m)
+    plain.slow_upper_layers = False
+    for model in (slow, plain):
+        model.learn_arrays(X[5:], y[5:], labeled[5:])
+    d_slow, d_plain = slow._theta - m._theta, plain._theta - m._theta
+    up, c0 = m._off[1, kernels.COL_W], m._off[3, 0]  # layers 2-3 lie in [up, c0)
+    assert np.count_nonzero(d_plain[up:c0]) > 0
+    np.testing.assert_allclose(d_slow[up:c0], DHDA.UPPER_STEP * d_plain[up:c0], rtol=1e-9,
+                               atol=1e-15)
+    np.testing.assert_array_equal(d_slow[:up], d_plain[:up])
+    np.testing.assert_array_equal(d_slow[c0:], d_plain[c0:])
+    assert DHDA._PAPER_SETTINGS["slow_upper_layers"] is False
+    assert DHDA().slow_upper_layers is True
+    small = DHDA(hidden_sizes=(4, 3, 3), batch_size=5, seed=0)
+    glorot = DHDA(hidden_sizes=(4, 3, 3), batch_size=5, slow_upper_layers=False, seed=0)
+    for model in (small, glorot):
+        model.learn_one(dict(enumerate(X[0])))
+    for l, factor in ((0, 1.0), (1, DHDA.UPPER_INIT), (2, DHDA.UPPER_INIT)):
+        for col in (kernels.COL_W, kernels.COL_R):
+            np.testing.assert_allclose(
+                kernels.matrix(small._theta, small._off, small._sizes, l, col),
+                factor * kernels.matrix(glorot._theta, glorot._off, glorot._sizes, l, col),
+                rtol=1e-15)

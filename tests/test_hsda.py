@@ -82,13 +82,15 @@ def _batch(n, D, C, n_lab, seed):
     return X, y
 
 
-def _step(stack, X, y, kind, loss, lr, alpha, beta, hard, m_flat, k_flat, theta=None):
+def _step(stack, X, y, kind, loss, lr, alpha, beta, hard, m_flat, k_flat, theta=None, lw=None):
     theta = stack.theta.copy() if theta is None else theta
+    L = len(stack.sizes) - 1
+    lw = np.full(L, 1.0 / L) if lw is None else lw
     dec = kernels.SIGMOID if loss == "ce" else KINDS[kind]
     dhda_kernels.hsda_update(
         X, y, theta, np.zeros_like(theta), stack.bases, stack.offs, stack.sizes, stack.hcum,
         stack.C, KINDS[kind], dec, loss == "mse", lr, alpha, beta, hard, m_flat,
-        k_flat,
+        k_flat, lw,
     )
     return theta
 
@@ -105,18 +107,22 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("sizes, C, kind, loss, dropout, corruption, n_lab, alpha, beta, hard",
                          CASES)
 def test_update_matches_reference(sizes, C, kind, loss, dropout, corruption, n_lab, alpha, beta,
-                                  hard):
+                                  hard, weighted):
     n, lr = 8, 0.05
     stack = Stack(sizes, C, seed=1)
     X, y = _batch(n, sizes[0], C, n_lab, seed=2)
     m_flat, k_flat, m, k = _masks(stack, n, dropout, corruption, seed=3)
     p = stack.params()
-    stats = ref.hsda_statistics(X, y, p, kind, m, alpha, beta, hard)
+    L = len(sizes) - 1
+    lw = np.arange(1.0, L + 1) ** 2 if weighted else np.ones(L)
+    lw /= lw.sum()
+    stats = ref.hsda_statistics(X, y, p, kind, m, alpha, beta, hard, lw=lw)
     expected = stack.theta - lr * stack.flat(ref.hsda_gradients(p, stats, k, kind, loss, m))
-    got = _step(stack, X, y, kind, loss, lr, alpha, beta, hard, m_flat, k_flat)
+    got = _step(stack, X, y, kind, loss, lr, alpha, beta, hard, m_flat, k_flat, lw=lw)
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-13)
 
 
@@ -155,13 +161,54 @@ def test_layers_learn_on_their_own():
     np.testing.assert_array_equal(a[lower], b[lower])
 
 
-def test_proba_is_the_mean_of_the_layer_predictors():
+@pytest.mark.parametrize("lw", [None, np.array([0.8, 0.2])])
+def test_proba_is_the_weighted_mean_of_the_layer_predictors(lw):
     stack = Stack((5, 4, 3), 3, seed=9)
     X, _ = _batch(6, 5, 3, 0, seed=10)
     got = dhda_kernels.hsda_proba(X, stack.theta, stack.bases, stack.offs, stack.sizes,
-                                  stack.hcum, 3, kernels.SIGMOID, 0.5)
-    _, P = ref.hsda_forward(X, stack.params(), "sigmoid", None, scale=0.5)
+                                  stack.hcum, 3, kernels.SIGMOID, 0.5,
+                                  np.full(2, 0.5) if lw is None else lw)
+    _, P = ref.hsda_forward(X, stack.params(), "sigmoid", None, scale=0.5, lw=lw)
     np.testing.assert_allclose(got, P, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["sigmoid", "bounded_relu"])
+def test_track_layers_matches_reference(kind):
+    stack = Stack((5, 4, 3, 3), 3, seed=11)
+    X, y = _batch(7, 5, 3, 7, seed=12)
+    loss = np.array([0.3, 0.1, 2.0])
+    expected = ref.hsda_track(X, y, stack.params(), kind, 0.7, 0.05, loss)
+    dhda_kernels.hsda_track_layers(X, y, stack.theta, stack.bases, stack.offs, stack.sizes,
+                                   stack.hcum, 3, KINDS[kind], 0.7, 0.05, loss)
+    np.testing.assert_allclose(loss, expected, rtol=1e-12)
+
+
+def test_weighted_layers_follow_each_layers_recent_log_loss():
+    """`weighted_layers`: before an update, the batch's own labeled rows (not the replayed or
+    proxy-labeled ones) fold each layer's log-loss into its running mean (decay
+    `LAYER_LOSS_DECAY`); the prediction weights layer `l` by `softmax(-LAYER_WEIGHT_SHARPNESS *
+    running log-loss)`. Off, or under the paper's settings, the layers weigh the same."""
+    rng = np.random.default_rng(13)
+    X = rng.random((40, 5))
+    y = (X[:, 0] > 0.5).astype(int)
+    model = HSDA(hidden_sizes=(4, 3), batch_size=10, seed=0)
+    model.learn_arrays(X[:20], y[:20])
+    before = model._layer_loss.copy()
+    labeled = np.arange(10) % 3 == 0
+    p_stack = Stack((5, 4, 3), 2, seed=0)  # only for its reference views
+    p_stack.theta, p_stack.offs, p_stack.bases = model._theta.copy(), model._offs, model._bases
+    codes = np.array([model._classes.index(c) for c in y[20:30]])
+    expected = ref.hsda_track(X[20:30][labeled], codes[labeled], p_stack.params(), "sigmoid",
+                              1.0, HSDA.LAYER_LOSS_DECAY, before)
+    model.learn_arrays(X[20:30], y[20:30], labeled)
+    np.testing.assert_allclose(model._layer_loss, expected, rtol=1e-12)
+    z = -HSDA.LAYER_WEIGHT_SHARPNESS * model._layer_loss
+    np.testing.assert_allclose(model._layer_weights(), np.exp(z) / np.exp(z).sum(), rtol=1e-9)
+    off = copy.deepcopy(model)
+    off.weighted_layers = False
+    np.testing.assert_array_equal(off._layer_weights(), [0.5, 0.5])
+    assert HSDA._PAPER_SETTINGS["weighted_layers"] is False
+    np.testing.assert_array_equal(HSDA(hidden_sizes=(4,))._layer_weights(), [1.0])
 
 
 @pytest.mark.parametrize(
@@ -175,6 +222,7 @@ def test_proba_is_the_mean_of_the_layer_predictors():
         ({"beta": -0.1}, r"Invalid beta \(-0.1\)"),
         ({"beta_schedule": (1, 1)}, r"Invalid beta_schedule \(\(1, 1\)\)"),
         ({"dropout": 1.5}, r"Invalid dropout \(1.5\)"),
+        ({"weighted_layers": 1}, r"Invalid weighted_layers \(1\). Must be True or False"),
         ({"pseudo_label": None}, r"Invalid pseudo_label \(None\)"),
         ({"activation": "elu"}, r"Invalid activation \('elu'\)"),
     ],

@@ -48,10 +48,12 @@ class Net:
         d = theta[off[L, 1] : off[L, 1] + self.C].copy()
         return Ws, bs, V, d
 
-    def update(self, X, y, activation, mask, keep, lr, beta, theta=None):
+    def update(self, X, y, activation, mask, keep, lr, beta, theta=None, upper_lr=None):
         theta = self.theta.copy() if theta is None else theta
+        upper_lr = lr if upper_lr is None else upper_lr
         mlp_kernels.mlp_update(X, y, theta, self.off, self.sizes, self.hcum, self.C,
-                               ACT[activation], mask, keep, lr, beta, np.zeros_like(theta))
+                               ACT[activation], mask, keep, lr, upper_lr, beta,
+                               np.zeros_like(theta))
         return theta
 
 
@@ -84,14 +86,15 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("upper_lr", [0.07, 0.007])
 @pytest.mark.parametrize("sizes, C, activation, dropout, n_lab, beta", CASES)
-def test_update_matches_reference(sizes, C, activation, dropout, n_lab, beta):
+def test_update_matches_reference(sizes, C, activation, dropout, n_lab, beta, upper_lr):
     B, keep, lr = 8, 1.0 - dropout, 0.07
     net = Net(sizes, C, seed=1)
     X, y = _batch(B, sizes[0], C, n_lab, seed=2)
     flat, masks = _masks(net.sizes, B, dropout, seed=3)
-    expected = ref.update(X, y, *net.ref(), activation, masks, keep, lr, beta)
-    got = net.ref(net.update(X, y, activation, flat, keep, lr, beta))
+    expected = ref.update(X, y, *net.ref(), activation, masks, keep, lr, beta, upper_lr)
+    got = net.ref(net.update(X, y, activation, flat, keep, lr, beta, upper_lr=upper_lr))
     flat_expected = expected[0] + expected[1] + list(expected[2:])
     for a, b in zip(flat_expected, got[0] + got[1] + list(got[2:])):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
@@ -150,7 +153,7 @@ def test_pseudo_labels_are_the_prediction_mode_argmax():
     for labels in (np.full(10, -1, dtype=np.int64), predicted):
         theta = model._theta.copy()
         mlp_kernels.mlp_update(Xb, labels, theta, model._off, model._sizes, model._hcum, 3,
-                               model._kind, mask, 0.5, 0.05, 1.0, np.zeros_like(theta))
+                               model._kind, mask, 0.5, 0.05, 0.05, 1.0, np.zeros_like(theta))
         steps.append(theta)
     assert not np.array_equal(steps[0], model._theta)
     np.testing.assert_array_equal(steps[0], steps[1])
@@ -195,6 +198,7 @@ def test_beta_schedule_follows_eq_17():
         ({"dropout": 1.0}, r"Invalid dropout \(1.0\). Valid range is \[0, 1\)"),
         ({"dropout": float("nan")}, r"Invalid dropout \(nan\)"),
         ({"activation": "tanh"}, r"Invalid activation \('tanh'\)"),
+        ({"deep_identity": "yes"}, r"Invalid deep_identity \('yes'\). Must be True or False"),
         ({"beta_schedule": (5, 2)}, r"Invalid beta_schedule \(\(5, 2\)\)"),
         ({"batch_size": 0}, r"Invalid batch_size \(0\)"),
     ],
@@ -288,10 +292,33 @@ def test_bad_input_is_rejected_before_any_state_changes(name):
 
 def test_initial_weights():
     """Glorot-uniform hidden weights, everything else (biases, output layer) 0."""
-    model = PseudoLabelMLP(hidden_sizes=(30, 20), seed=0)
+    model = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, seed=0)
     model.learn_one({i: 0.0 for i in range(10)})
     W0 = kernels.matrix(model._theta, model._off, model._sizes, 0, kernels.COL_W)
     W1 = kernels.matrix(model._theta, model._off, model._sizes, 1, kernels.COL_W)
     assert 0.8 * np.sqrt(6 / 40) < np.abs(W0).max() <= np.sqrt(6 / 40)
     assert 0.8 * np.sqrt(6 / 50) < np.abs(W1).max() <= np.sqrt(6 / 50)
     assert np.count_nonzero(model._theta) == W0.size + W1.size
+
+
+def test_deep_identity_starts_upper_layers_at_the_identity():
+    """`deep_identity`: the layers above the first start as the identity (the net predicts as
+    its one-layer net), units beyond the width below keep their Glorot draw, and they take
+    `UPPER_STEP` times the step; the paper's settings turn it off."""
+    X, y = _batch(40, 10, 3, 40, seed=4)
+    deep = PseudoLabelMLP(hidden_sizes=(30, 30, 40), batch_size=10, seed=0)
+    one = PseudoLabelMLP(hidden_sizes=(30,), batch_size=10, seed=0)
+    plain = PseudoLabelMLP(hidden_sizes=(30, 30, 40), deep_identity=False, batch_size=10, seed=0)
+    for m in (deep, one, plain):
+        m.learn_one(dict(enumerate(X[0])))
+    W0 = kernels.matrix(deep._theta, deep._off, deep._sizes, 0, kernels.COL_W)
+    W1 = kernels.matrix(deep._theta, deep._off, deep._sizes, 1, kernels.COL_W)
+    W2 = kernels.matrix(deep._theta, deep._off, deep._sizes, 2, kernels.COL_W)
+    np.testing.assert_array_equal(W0, kernels.matrix(one._theta, one._off, one._sizes, 0, 0))
+    np.testing.assert_array_equal(W1, np.eye(30))
+    np.testing.assert_array_equal(W2[:, :30], np.eye(30))
+    W2p = kernels.matrix(plain._theta, plain._off, plain._sizes, 2, kernels.COL_W)
+    np.testing.assert_array_equal(W2[:, 30:], W2p[:, 30:])
+    assert deep._upper_lr() == PseudoLabelMLP.UPPER_STEP * deep.learning_rate
+    assert plain._upper_lr() == plain.learning_rate
+    assert PseudoLabelMLP.paper(hidden_sizes=(24, 24)).deep_identity is False
