@@ -10,6 +10,7 @@ from . import (
     dhbm_kernels,
     dhda_kernels,
     first_use,
+    hsda_kernels,
     kernels,
     mlp_kernels,
     sben,
@@ -21,7 +22,7 @@ from .pseudo_label import PseudoLabelMLP
 
 # one compiled version per kernel and argument types: a shorter first use (see first_use.py)
 first_use.compile_without_literals(
-    blas, kernels, dhbm_kernels, dhda_kernels, mlp_kernels, sben, scarce_labels
+    blas, kernels, dhbm_kernels, dhda_kernels, hsda_kernels, mlp_kernels, sben, scarce_labels
 )
 
 __all__: list[str] = ["DHBM", "DHDA", "HSDA", "PseudoLabelMLP", "SBEN"]

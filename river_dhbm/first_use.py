@@ -22,7 +22,7 @@ FIRST_KERNELS = {
     "DHBM": ("river_dhbm.dhbm_kernels:dhbm_update", 15),
     "SBEN": ("river_dhbm.sben:sben_update", 18),
     "DHDA": ("river_dhbm.dhda_kernels:dhda_update", 13),
-    "HSDA": ("river_dhbm.dhda_kernels:hsda_update", 13),
+    "HSDA": ("river_dhbm.hsda_kernels:hsda_update", 13),
     "PseudoLabelMLP": ("river_dhbm.mlp_kernels:mlp_update", 8),
 }
 

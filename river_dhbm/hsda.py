@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm import scarce_labels
-from . import dhda_kernels, kernels
+from . import hsda_kernels, kernels
 from .base import (
     HybridClassifier,
     _check_beta_schedule,
@@ -300,7 +300,7 @@ class HSDA(HybridClassifier):
         if self.weighted_layers and len(self.hidden_sizes) > 1 and self._classes:
             labeled = y >= 0  # the batch's own labels, before they are learnt
             if labeled.any():
-                dhda_kernels.hsda_track_layers(
+                hsda_kernels.hsda_track_layers(
                     np.ascontiguousarray(X[labeled]), y[labeled], self._theta, self._bases,
                     self._offs, self._sizes, self._hcum, len(self._classes), self._kind,
                     1.0 - self.dropout, self.LAYER_LOSS_DECAY, self._layer_loss,
@@ -317,7 +317,7 @@ class HSDA(HybridClassifier):
             kappa = (rng.random(size) >= self.corruption).astype(np.float64)
         else:
             kappa = self._empty
-        dhda_kernels.hsda_update(
+        hsda_kernels.hsda_update(
             X, y, self._theta, self._grad, self._bases, self._offs, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse",
             float(self.learning_rate), float(self.alpha),
@@ -326,7 +326,7 @@ class HSDA(HybridClassifier):
         )
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
-        return dhda_kernels.hsda_proba(
+        return hsda_kernels.hsda_proba(
             X, self._theta, self._bases, self._offs, self._sizes, self._hcum,
             len(self._classes), self._kind, 1.0 - self.dropout, self._layer_weights(),
         )

@@ -9,7 +9,7 @@ import pytest
 from river import checks
 
 import reference_dhda as ref
-from river_dhbm import dhda_kernels, kernels
+from river_dhbm import hsda_kernels, kernels
 from river_dhbm.hsda import HSDA
 
 
@@ -87,7 +87,7 @@ def _step(stack, X, y, kind, loss, lr, alpha, beta, hard, m_flat, k_flat, theta=
     L = len(stack.sizes) - 1
     lw = np.full(L, 1.0 / L) if lw is None else lw
     dec = kernels.SIGMOID if loss == "ce" else KINDS[kind]
-    dhda_kernels.hsda_update(
+    hsda_kernels.hsda_update(
         X, y, theta, np.zeros_like(theta), stack.bases, stack.offs, stack.sizes, stack.hcum,
         stack.C, KINDS[kind], dec, loss == "mse", lr, alpha, beta, hard, m_flat,
         k_flat, lw,
@@ -165,7 +165,7 @@ def test_layers_learn_on_their_own():
 def test_proba_is_the_weighted_mean_of_the_layer_predictors(lw):
     stack = Stack((5, 4, 3), 3, seed=9)
     X, _ = _batch(6, 5, 3, 0, seed=10)
-    got = dhda_kernels.hsda_proba(X, stack.theta, stack.bases, stack.offs, stack.sizes,
+    got = hsda_kernels.hsda_proba(X, stack.theta, stack.bases, stack.offs, stack.sizes,
                                   stack.hcum, 3, kernels.SIGMOID, 0.5,
                                   np.full(2, 0.5) if lw is None else lw)
     _, P = ref.hsda_forward(X, stack.params(), "sigmoid", None, scale=0.5, lw=lw)
@@ -178,7 +178,7 @@ def test_track_layers_matches_reference(kind):
     X, y = _batch(7, 5, 3, 7, seed=12)
     loss = np.array([0.3, 0.1, 2.0])
     expected = ref.hsda_track(X, y, stack.params(), kind, 0.7, 0.05, loss)
-    dhda_kernels.hsda_track_layers(X, y, stack.theta, stack.bases, stack.offs, stack.sizes,
+    hsda_kernels.hsda_track_layers(X, y, stack.theta, stack.bases, stack.offs, stack.sizes,
                                    stack.hcum, 3, KINDS[kind], 0.7, 0.05, loss)
     np.testing.assert_allclose(loss, expected, rtol=1e-12)
 
