@@ -99,6 +99,13 @@ class PseudoLabelMLP(HybridClassifier):
 
     Notes
     -----
+    Scarce labels: the model keeps the label memory of `river_dhbm.scarce_labels` (`replay=4`
+    of the last `memory_size=1000` labeled rows in every update; Lee trains offline for
+    many epochs over his labels, a stream sees each once) but not the other models'
+    confidence-gated proxy labels: its unlabeled rows get Lee's pseudo-labels, every row,
+    weighted `beta`. Without the memory (`replay=0`; stationary LED / Waveform, seeds 1-5,
+    0.1 % / 1 % / 10 % labels): LED 0.901 / 0.418 / 0.262, Waveform 0.664 / 0.301 / 0.158.
+
     Choices where Lee (2013) and the paper leave room, each pinned by a test:
 
     - Pseudo-labels come from the prediction-mode network (dropout scaled out) before the
