@@ -34,6 +34,7 @@ from river_dhbm.kernels import (
     times_transposed,
     transpose_weights,
     vector,
+    widest,
 )
 
 __all__ = [
@@ -203,7 +204,7 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     below_hat = np.empty(A)
     above_hat = np.empty(A)
     xhat = np.empty((n, D))
-    wide = n * max(D, np.max(sizes[1:]))
+    wide = n * widest(sizes)
     zbuf = np.empty(wide)
     P = np.empty((n, C))
     T = np.zeros((n, C))
@@ -363,7 +364,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
 
     use_mask = mask.size > 0
     corrupt = kappa.size > 0
-    wide = n * max(D, np.max(sizes[1:]))
+    wide = n * widest(sizes)
     zbuf = np.empty(wide)
     k_off = 0
     for l in range(L):
