@@ -336,7 +336,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
        input units are not scored);
     4. `theta -= lr * grad` for all layers at once.
     """
-    n, D = X.shape
+    n = X.shape[0]
     L = sizes.shape[0] - 1
     C = n_classes
     act = np.empty(n * hcum[L])

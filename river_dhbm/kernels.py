@@ -195,8 +195,7 @@ def widest(sizes):
     a model's first use)."""
     top = sizes[0]
     for i in range(1, sizes.shape[0]):
-        if sizes[i] > top:
-            top = sizes[i]
+        top = max(top, sizes[i])
     return top
 
 
