@@ -13,7 +13,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 _NO_TRANSPOSE, _TRANSPOSE = ord("n"), ord("t")
 
@@ -103,10 +103,32 @@ def gemm(A, B, C, alpha, beta, trans_a, trans_b):
             for j in range(n):
                 C[r, j] = 0.0 if beta == 0.0 else beta * C[r, j]
         return
-    if _c_contiguous(A) and _c_contiguous(B):  # the arguments outlive the call
-        _call_dgemm(A, B, C, alpha, beta, trans_a, trans_b, k)
-    else:
-        _gemm_copies(A, B, C, alpha, beta, trans_a, trans_b, k)
+    _product(A, B, C, alpha, beta, trans_a, trans_b, k)
+
+
+def _product(A, B, C, alpha, beta, trans_a, trans_b, k):
+    """`gemm`'s call into BLAS once the shapes are checked (compiled only: see below)."""
+    raise NotImplementedError("_product runs inside Numba kernels only")
+
+
+@overload(_product, jit_options={"cache": True})
+def _product_for_layouts(A, B, C, alpha, beta, trans_a, trans_b, k):
+    """Operands typed C-contiguous (every kernel's views are) go straight to BLAS; only other
+    layouts compile the check and the copying path (`_gemm_copies`): a shorter first use."""
+    if A.layout == "C" and B.layout == "C":
+
+        def direct(A, B, C, alpha, beta, trans_a, trans_b, k):
+            _call_dgemm(A, B, C, alpha, beta, trans_a, trans_b, k)
+
+        return direct
+
+    def checked(A, B, C, alpha, beta, trans_a, trans_b, k):
+        if _c_contiguous(A) and _c_contiguous(B):  # the arguments outlive the call
+            _call_dgemm(A, B, C, alpha, beta, trans_a, trans_b, k)
+        else:
+            _gemm_copies(A, B, C, alpha, beta, trans_a, trans_b, k)
+
+    return checked
 
 
 @njit(cache=True)

@@ -429,7 +429,10 @@ class DHBM(HybridClassifier):
             noise_v = rng.random(M * self._part_x.shape[1] + M)
         else:
             part_mask = noise_h = noise_v = self._empty
-        dhbm_kernels.dhbm_update(
+        # the MF kernel never compiles the SAP negative phase (a shorter first use)
+        update = (dhbm_kernels.dhbm_update_mf if self._estimator == dhbm_kernels.MF
+                  else dhbm_kernels.dhbm_update)
+        update(
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._estimator, self.mf_steps,
             self._step_size(), float(self.alpha),

@@ -43,6 +43,10 @@ from river_dhbm.kernels import (
 MF = 0
 SAP = 1
 
+#: `_JIT` for a body inlined into its callers in Numba's IR (no compiled library of its own;
+#: branches on the constants its callers pass are pruned there).
+_INLINE = dict(_JIT, inline="always")
+
 
 @njit(**_JIT)
 def add_outer(A, B, w, scale, out):
@@ -239,6 +243,35 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]` (their first `n` rows are used); `theta_t` of `theta`'s length for the
     transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none.
     """
+    _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
+                 alpha, beta, confidence, disc_weight, hard, mask,
+                 (part_x, part_h, part_y, part_mask, noise_h, noise_v),
+                 (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments, step)
+
+
+@njit(**_JIT)
+def dhbm_update_mf(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
+                   lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
+                   part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
+                   wdisc, theta_t, moments, step):
+    """`dhbm_update` with the mean-field estimator, whatever `estimator` says: the kernel of
+    the default settings, which never compiles the SAP negative phase (`sap_sweep`, about a
+    second of the first use)."""
+    _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, MF, mf_steps, lr,
+                 alpha, beta, confidence, disc_weight, hard, mask,
+                 (part_x, part_h, part_y, part_mask, noise_h, noise_v),
+                 (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments, step)
+
+
+@njit(**_INLINE)
+def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
+                 alpha, beta, confidence, disc_weight, hard, mask, particles, work, moments, step):
+    """`dhbm_update`'s body, inlined into each entry kernel in Numba's IR: there a constant
+    `estimator` prunes the other estimator's branch before it is typed or compiled. The
+    particles and work arrays come as two tuples: Python passes a call of more than 30
+    arguments as `*args`, which Numba does not inline."""
+    part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
+    act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t = work
     # the buffers as borrowed views: no reference counting in the calls below (`borrowed`)
     theta, grad, theta_t = borrowed(theta), borrowed(grad), borrowed(theta_t)
     moments, off, sizes, hcum = borrowed(moments), borrowed(off), borrowed(sizes), borrowed(hcum)
@@ -361,7 +394,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                           uniforms[b * replay : (b + 1) * replay], Xa, ya)
         memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
         gate = confidence if labeled_seen >= warm_up else 2.0
-        dhbm_update(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes, hcum, n_classes, kind, MF,
+        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes, hcum, n_classes, kind, MF,
                     mf_steps, lr, alpha, betas[b], gate, disc_weight, hard, empty, part_x,
                     part_h, part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y,
                     wrow, wdisc, theta_t, moments, first_step + b)

@@ -35,6 +35,7 @@ from river_dhbm.kernels import (
     times_transposed,
     transpose_weights,
     vector,
+    widest,
 )
 
 __all__ = [
@@ -204,7 +205,7 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     below_hat = np.empty(A)
     above_hat = np.empty(A)
     xhat = np.empty((n, D))
-    wide = n * max(D, np.max(sizes[1:]))
+    wide = n * widest(sizes)
     zbuf = np.empty(wide)
     P = np.empty((n, C))
     T = np.zeros((n, C))

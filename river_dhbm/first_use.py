@@ -19,11 +19,18 @@ __all__ = ["announce_compilation", "compile_without_literals", "is_cache_cold"]
 
 #: Model class name -> (its learning kernel "module:function", seconds to compile it here).
 FIRST_KERNELS = {
-    "DHBM": ("river_dhbm.dhbm_kernels:dhbm_update", 15),
-    "SBEN": ("river_dhbm.sben:sben_update", 18),
-    "DHDA": ("river_dhbm.dhda_kernels:dhda_update", 13),
-    "HSDA": ("river_dhbm.hsda_kernels:hsda_update", 13),
-    "PseudoLabelMLP": ("river_dhbm.mlp_kernels:mlp_update", 8),
+    "DHBM": ("river_dhbm.dhbm_kernels:dhbm_update_mf", 9),
+    "SBEN": ("river_dhbm.sben:sben_update_mf", 10),
+    "DHDA": ("river_dhbm.dhda_kernels:dhda_update", 10),
+    "HSDA": ("river_dhbm.hsda_kernels:hsda_update", 9),
+    "PseudoLabelMLP": ("river_dhbm.mlp_kernels:mlp_update", 5),
+}
+
+#: The learning kernel of a model with `estimator="sap"` (those above are the mean-field ones,
+#: which never compile the SAP negative phase).
+SAP_KERNELS = {
+    "DHBM": "river_dhbm.dhbm_kernels:dhbm_update",
+    "SBEN": "river_dhbm.sben:sben_update",
 }
 
 _announced: set = set()  # kernels already announced (or found warm) in this process
@@ -35,6 +42,8 @@ def _kernel_of(model):
         entry = FIRST_KERNELS.get(cls.__name__)
         if entry is not None:
             where, seconds = entry
+            if getattr(model, "estimator", None) == "sap":
+                where = SAP_KERNELS.get(cls.__name__, where)
             module, name = where.split(":")
             return getattr(importlib.import_module(module), name, None), seconds
     return None, 0

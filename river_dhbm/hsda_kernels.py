@@ -16,6 +16,7 @@ from river_dhbm.kernels import (
     joint_proba,
     layer,
     sgd_step,
+    widest,
 )
 
 
@@ -103,7 +104,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
        input units are not scored);
     4. `theta -= lr * grad` for all layers at once.
     """
-    n, D = X.shape
+    n = X.shape[0]
     L = sizes.shape[0] - 1
     C = n_classes
     act = np.empty(n * hcum[L])
@@ -131,7 +132,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
 
     use_mask = mask.size > 0
     corrupt = kappa.size > 0
-    wide = n * max(D, np.max(sizes[1:]))
+    wide = n * widest(sizes)
     zbuf = np.empty(wide)
     k_off = 0
     for l in range(L):

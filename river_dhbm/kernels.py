@@ -190,6 +190,16 @@ def label_weights(theta, off, sizes, l, n_classes):
 
 
 @njit(**_JIT)
+def widest(sizes):
+    """The largest of `sizes` (a loop: `np.max` compiles its reductions, a third of a second of
+    a model's first use)."""
+    top = sizes[0]
+    for i in range(1, sizes.shape[0]):
+        top = max(top, sizes[i])
+    return top
+
+
+@njit(**_JIT)
 def layer(act, hcum, n, l):
     """View `[n, H_l]` of layer `l` in a flat activity buffer of an `n`-row batch."""
     return borrow(act, n * hcum[l], (n, hcum[l + 1] - hcum[l]))

@@ -8,7 +8,7 @@ from numba import njit
 from river_dhbm import dhbm_kernels, kernels, scarce_labels
 from river_dhbm.base import HybridClassifier
 from river_dhbm.dhbm import DHBM
-from river_dhbm.dhbm_kernels import dhbm_update
+from river_dhbm.dhbm_kernels import _INLINE, MF, _update_body
 from river_dhbm.kernels import _JIT, COL_R, COL_RB, COL_W, forward_net, joint_proba
 
 __all__ = ["SBEN"]
@@ -30,6 +30,33 @@ def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_c
     flat `>= n * sum H`). Work arrays as in `dhbm_update`, sized for the widest block; `mirror`
     of `theta`'s length holds each block's transposed mirror at the block's place.
     """
+    _sben_blocks(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes, kind,
+                 estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
+                 (part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff),
+                 (act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps))
+
+
+@njit(**_JIT)
+def sben_update_mf(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes,
+                   kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
+                   moff, part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff,
+                   act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps):
+    """`sben_update` with the mean-field estimator, whatever `estimator` says: the kernel of
+    the default settings, which never compiles the SAP negative phase."""
+    _sben_blocks(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes, kind,
+                 MF, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
+                 (part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff),
+                 (act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps))
+
+
+@njit(**_INLINE)
+def _sben_blocks(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes, kind,
+                 estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
+                 particles, work):
+    """`sben_update`'s body, inlined into each entry kernel (see `dhbm_kernels._update_body`)
+    with the blocks' DHBM step inlined too."""
+    part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff = particles
+    act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps = work
     n = X.shape[0]
     L = bsizes.shape[0]
     M = part_y.shape[1]
@@ -48,10 +75,11 @@ def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_c
         pv = part_v[pvoff[b] : pvoff[b + 1]].reshape((M, d_in))
         ph = part_h[phoff[b] : phoff[b + 1]]
         xrec = xbuf[: n * d_in].reshape((n, d_in))
-        dhbm_update(below, y, th, gr, offs[b], bsizes[b], hcums[b], n_classes, kind, estimator,
-                    mf_steps, lr, alpha, beta, 2.0, disc_weight, hard, mask, pv, ph, part_y[b], pm,
-                    nh, nv, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
-                    mirror[boff[b] : boff[b + 1]], mo, step)
+        _update_body(below, y, th, gr, offs[b], bsizes[b], hcums[b], n_classes, kind, estimator,
+                     mf_steps, lr, alpha, beta, 2.0, disc_weight, hard, mask,
+                     (pv, ph, part_y[b], pm, nh, nv),
+                     (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
+                      mirror[boff[b] : boff[b + 1]]), mo, step)
         if b < L - 1:
             out = reps[pos : pos + n * H]
             forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind,
@@ -315,7 +343,9 @@ class SBEN(DHBM):
         else:
             part_mask = noise_h = noise_v = self._empty
         w = self._work
-        sben_update(
+        # the MF kernel never compiles the SAP negative phase (a shorter first use)
+        update = sben_update_mf if self._estimator == dhbm_kernels.MF else sben_update
+        update(
             X, y, self._theta, self._grad, self._moments, self.n_updates + 1, self._boff,
             self._offs, self._bsizes, self._hcums, len(self._classes), self._kind,
             self._estimator, self.mf_steps, float(self.learning_rate), float(self.alpha),

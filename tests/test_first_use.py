@@ -85,3 +85,42 @@ def test_bench_first_use_table_and_errors(monkeypatch, capsys):
     assert bench.main(["DHBM"]) == 0
     assert "12.0 s (target <= 10 s)" in capsys.readouterr().out
     assert bench.main(["Nope"]) == 2
+
+
+def _globals_after_pruning(pyfunc) -> set:
+    """Names of the globals a Numba kernel still uses once Numba has inlined its `inline=
+    "always"` callees and pruned its branches on constants: its untyped pipeline alone (no
+    typing, no compiling)."""
+    from numba.core import errors, ir, registry, types
+    from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags
+
+    class UntypedOnly(CompilerBase):
+        def define_pipelines(self):
+            return [DefaultPassBuilder.define_untyped_pipeline(self.state)]
+
+    target = registry.cpu_target
+    args = (types.undefined,) * pyfunc.__code__.co_argcount
+    pipeline = UntypedOnly(target.typing_context, target.target_context, None, args, None,
+                           Flags(), {})
+    try:
+        pipeline.compile_extra(pyfunc)
+    except (errors.CompilerError, AttributeError):
+        pass  # the untyped pipeline leaves no compiled result: "pipelines exhausted"
+    return {inst.value.name for block in pipeline.state.func_ir.blocks.values()
+            for inst in block.body
+            if isinstance(inst, ir.Assign) and isinstance(inst.value, (ir.Global, ir.FreeVar))}
+
+
+@pytest.mark.skipif(config.DISABLE_JIT, reason="no dispatchers without the JIT")
+def test_mean_field_kernels_never_compile_the_sap_phase():
+    # the default (MF) learning kernels of the DHBM and the SBEN leave `sap_sweep` out (about
+    # a second of the first use); the general kernels keep it
+    from river_dhbm import dhbm_kernels, sben
+
+    for mf, general in ((dhbm_kernels.dhbm_update_mf, dhbm_kernels.dhbm_update),
+                        (sben.sben_update_mf, sben.sben_update)):
+        assert "sap_sweep" not in _globals_after_pruning(mf.py_func)
+        assert "sap_sweep" in _globals_after_pruning(general.py_func)
+    assert first_use._kernel_of(river_dhbm.DHBM())[0] is dhbm_kernels.dhbm_update_mf
+    assert first_use._kernel_of(river_dhbm.DHBM(estimator="sap"))[0] is dhbm_kernels.dhbm_update
+    assert first_use._kernel_of(river_dhbm.SBEN(estimator="sap"))[0] is sben.sben_update
