@@ -8,8 +8,10 @@ from river_dhbm.sben import SBEN
 from . import (
     blas,
     dhbm_kernels,
+    dhbm_phases,
     dhda_kernels,
     first_use,
+    gradients,
     hsda_kernels,
     kernels,
     mlp_kernels,
@@ -22,7 +24,8 @@ from .pseudo_label import PseudoLabelMLP
 
 # one compiled version per kernel and argument types: a shorter first use (see first_use.py)
 first_use.compile_without_literals(
-    blas, kernels, dhbm_kernels, dhda_kernels, hsda_kernels, mlp_kernels, sben, scarce_labels
+    blas, kernels, gradients, dhbm_phases, dhbm_kernels, dhda_kernels, hsda_kernels,
+    mlp_kernels, sben, scarce_labels,
 )
 
 __all__: list[str] = ["DHBM", "DHDA", "HSDA", "PseudoLabelMLP", "SBEN"]

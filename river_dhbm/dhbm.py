@@ -15,15 +15,17 @@ from river_dhbm.base import (
     _check_positive,
     _check_probability,
 )
+from river_dhbm.dhbm_paths import DHBMPaths
+from river_dhbm.dhbm_state import ESTIMATORS as _ESTIMATORS
+from river_dhbm.dhbm_state import DHBMState
 
 __all__ = ["DHBM"]
 
-_ESTIMATORS = {"mf": dhbm_kernels.MF, "sap": dhbm_kernels.SAP}
 _PSEUDO_LABELS = ("soft", "hard")
 _OPTIMIZERS = ("sgd", "adam")
 
 
-class DHBM(HybridClassifier):
+class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     """Deep Hybrid Boltzmann Machine: a semi-supervised online classifier.
 
     An L-layer Boltzmann machine over the input, L hidden layers and the label, whose label
@@ -313,76 +315,6 @@ class DHBM(HybridClassifier):
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
 
-    # ------------------------------------------------------------------ state
-
-    _SCRATCH = ("_grad", "_work", "_pred_act")
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if self._theta is not None:
-            self._alloc_work()
-
-    def _reset_state(self) -> None:
-        super()._reset_state()
-        self._theta = None
-        self._empty = np.zeros(0)
-
-    def _init_params(self, n_features: int) -> None:
-        self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
-        self._hcum = kernels.hidden_offsets(self._sizes)
-        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
-        self._estimator = _ESTIMATORS[self.estimator]
-        self._off = kernels.param_layout(self._sizes, 0)
-        theta = np.zeros(self._off[-1, 2])
-        for l in range(len(self.hidden_sizes)):
-            fan_in, fan_out = self._sizes[l], self._sizes[l + 1]
-            bound = np.sqrt(6.0 / (fan_in + fan_out))
-            W = self._rng.uniform(-bound, bound, fan_in * fan_out)
-            theta[self._off[l, kernels.COL_W] : self._off[l, kernels.COL_W] + W.size] = W
-            theta[self._off[l, kernels.COL_R] : self._off[l, kernels.COL_R] + W.size] = W
-        self._theta = theta
-        A = int(self._hcum[-1])
-        M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
-        self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(np.float64)
-        self._part_h = (self._rng.random(M * A) < 0.5).astype(np.float64)
-        self._part_y = np.zeros((M, 0))
-        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0)
-        self._alloc_work()
-
-    def _alloc_work(self) -> None:
-        """Work arrays of one update and of a one-row prediction (rebuilt when classes grow)."""
-        # room for the mini-batch and its replayed rows (`scarce_labels`)
-        n, D, C = self.batch_size + self.replay, int(self._sizes[0]), len(self._classes)
-        A = int(self._hcum[-1])
-        wide = max(n, self._part_x.shape[0], 1) * int(self._sizes.max())
-        self._grad = np.zeros_like(self._theta)
-        self._work = dict(
-            act=np.zeros(n * A), mu=np.zeros(n * A), neg=np.zeros(n * A), delta=np.zeros(n * A),
-            zbuf=np.zeros(wide), xrec=np.zeros((n, D)), P=np.zeros((n, C)), T=np.zeros((n, C)),
-            Y=np.zeros((n, C)), wrow=np.zeros(n), wdisc=np.zeros(n),
-            # the weights' transposes, rebuilt by every update (`kernels.transpose_weights`)
-            mirror=np.zeros_like(self._theta),
-        )
-        self._pred_act = np.zeros(A)
-
-    _WORK_ORDER = (
-        "act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror",
-    )
-
-    def _work_arrays(self) -> list:
-        """The work arrays in the order `dhbm_update` (and `dhbm_test_then_train`) take them."""
-        return [self._work[name] for name in self._WORK_ORDER]
-
-    def _add_class(self) -> None:
-        C = len(self._classes)
-        self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C)
-        if self._moments.size:  # first and second moments, regrown together
-            halves = self._moments.reshape(2, -1)
-            self._moments = kernels.regrow_classes(halves, self._sizes, C - 1, C).ravel()
-        self._off = kernels.param_layout(self._sizes, C)
-        self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1))])
-        self._alloc_work()
-
     def _current_beta(self) -> float:
         return self._beta_at(self.n_updates)
 
@@ -441,83 +373,3 @@ class DHBM(HybridClassifier):
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
             *self._work_arrays(), self._moments, self.n_updates + 1,
         )
-
-    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        # Without dropout the update's first step, the recognition pass and `p(y | v)` into the
-        # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
-        if self.dropout > 0 or not self._classes:
-            return super()._predict_update(X, y)
-        self._update(X, y)
-        return self._work["P"][: len(X)].copy()
-
-    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        # Mean-field estimator without dropout: nothing random, so the whole run of
-        # mini-batches is one kernel call (the per-batch Python work costs as much as a
-        # quarter of the update).
-        if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
-            return super()._test_then_train_run(X, codes)
-        n_batches = len(X) // self.batch_size
-        if self.beta_schedule is None:
-            betas = np.full(n_batches, float(self.beta))
-        else:
-            betas = np.array([self._beta_at(self.n_updates + b) for b in range(n_batches)])
-        if not self.learn_unlabeled:
-            betas[:] = 0.0
-        predicted = np.empty(len(X), dtype=np.int64)
-        memory = scarce_labels.memory_of(self, X.shape[1])
-        # the per-batch path's draws, in its order: `replay` uniforms per update
-        uniforms = self._rng.random(n_batches * self.replay)
-        confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
-            self.confidence)
-        dhbm_kernels.dhbm_test_then_train(
-            X, codes, betas, self.n_updates + 1, predicted, self._theta, self._grad, self._off,
-            self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
-            self._step_size(), float(self.alpha), float(self.discriminative_weight),
-            self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
-            *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
-            self.replay, confidence, self.n_labeled_seen, scarce_labels.PSEUDO_LABEL_WARM_UP,
-        )
-        self.n_updates += n_batches
-        self.n_labeled_seen += int((codes >= 0).sum())
-        return predicted
-
-    def _proba(self, X: np.ndarray) -> np.ndarray:
-        n = X.shape[0]
-        if n == 1:  # the kernel of `predict_proba_one`: one row gives one answer on every path
-            P = np.empty((1, len(self._classes)))
-            self._proba_one(X, P)
-            return P
-        act = np.empty(n * int(self._hcum[-1]))
-        zbuf = np.empty(n * int(self._sizes.max()))
-        P = np.empty((n, len(self._classes)))
-        dhbm_kernels.dhbm_proba(
-            X, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
-            1.0 - self.dropout, 0, act, zbuf, P,
-        )
-        return P
-
-    def _proba_row(self, row: np.ndarray) -> list:
-        # one row with every buffer preallocated (the output in the scratch `_work`, which is
-        # rebuilt when a class is added): the prediction of River's per-instance loop
-        P = self._one_row_output()
-        self._proba_one(row, P)
-        return P[0].tolist()
-
-    def _predict_row(self, row: np.ndarray) -> int:
-        return self._proba_one(row, self._one_row_output())
-
-    def _proba_one(self, row: np.ndarray, P: np.ndarray) -> int:
-        """`p(y | x)` of one row `[1, d]` into `P [1, C]` (plain loops: `dhbm_proba_row`);
-        returns the index of its first maximum."""
-        return dhbm_kernels.dhbm_proba_row(
-            row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
-            1.0 - self.dropout, self._pred_act, P,
-        )
-
-    def _one_row_output(self) -> np.ndarray:
-        """The `[1, C]` output of a one-row prediction, kept in the scratch `_work` (rebuilt
-        when a class is added, left out of pickles)."""
-        P = self._work.get("P1")
-        if P is None:
-            P = self._work["P1"] = np.empty((1, len(self._classes)))
-        return P

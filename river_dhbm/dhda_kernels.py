@@ -15,6 +15,13 @@ import numpy as np
 from numba import njit
 
 from river_dhbm.blas import gemm
+from river_dhbm.gradients import (
+    discriminative_delta,
+    kl_delta,
+    mean_field_input,
+    net_backward,
+    sgd_step,
+)
 from river_dhbm.kernels import (
     COL_B,
     COL_R,
@@ -23,15 +30,10 @@ from river_dhbm.kernels import (
     COL_W,
     activate,
     derivative,
-    discriminative_delta,
     forward_net,
     joint_proba,
-    kl_delta,
     layer,
     matrix,
-    mean_field_input,
-    net_backward,
-    sgd_step,
     times_transposed,
     transpose_weights,
     vector,

@@ -8,17 +8,18 @@ import numpy as np
 from numba import njit
 
 from river_dhbm.dhda_kernels import dhda_sweep, encoder_backward, reconstruction_delta
+from river_dhbm.gradients import (
+    discriminative_delta,
+    sgd_step,
+)
 from river_dhbm.kernels import (
     COL_B,
     COL_W,
-    discriminative_delta,
     forward_net,
     joint_proba,
     layer,
-    sgd_step,
     widest,
 )
-
 
 # --------------------------------------------------------------------------- HSDA
 # The layer-wise predecessor: layer l is a one-hidden-layer hybrid DAE of its own, laid out by

@@ -12,6 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .gradients import (
+    net_backward,
+    sgd_step,
+)
 from .kernels import (
     COL_B,
     COL_W,
@@ -19,8 +23,6 @@ from .kernels import (
     forward_net,
     label_weights,
     layer,
-    net_backward,
-    sgd_step,
     softmax_rows,
 )
 
@@ -53,7 +55,7 @@ def top_softmax_delta(act, n, P, target, wrow, theta, off, sizes, hcum, n_classe
 
     Accumulates `dU^L = h^L^T G` and `dd = sum_r G[r]` into `grad` (`G = wrow (P - e_target)`)
     and adds the top layer's pre-activation delta `(G U^L^T) * phi'(h^L) * mask^L` into
-    `delta` (pass it down with `kernels.net_backward`).
+    `delta` (pass it down with `gradients.net_backward`).
     """
     L = sizes.shape[0] - 1
     top = layer(act, hcum, n, L - 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm import scarce_labels
+
 from . import kernels, mlp_kernels
 from .base import (
     HybridClassifier,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import reference_dhbm as ref
+
 from river_dhbm import dhbm_kernels as DK
+from river_dhbm import gradients as G
 from river_dhbm import kernels as K
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -212,8 +213,8 @@ def test_recognition_kl_gradient_by_finite_differences(kind, dropout, mirror):
     act = np.zeros(n * hcum[-1])
     K.forward_net(X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
-    K.kl_delta(act, np.concatenate([m.ravel() for m in mu]), n, hcum, wrow, kind, mask, delta)
-    K.net_backward(X, act, delta, theta, _mirror(theta, off, sizes, 3, mirror), off, sizes, hcum,
+    G.kl_delta(act, np.concatenate([m.ravel() for m in mu]), n, hcum, wrow, kind, mask, delta)
+    G.net_backward(X, act, delta, theta, _mirror(theta, off, sizes, 3, mirror), off, sizes, hcum,
                    K.COL_R, K.COL_RB, True, kind, mask, grad)
     idx = _ranges(off, sizes, (K.COL_R, K.COL_RB), 3)
     num = _numeric_grad(
@@ -240,9 +241,9 @@ def test_discriminative_gradient_by_finite_differences(kind, dropout, mirror):
     K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
     mt = _mirror(theta, off, sizes, C, mirror)
-    K.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, kind, mask, delta,
+    G.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, kind, mask, delta,
                            grad)
-    K.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
+    G.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
                    grad)
     L = len(sizes) - 1
     idx = np.concatenate([_ranges(off, sizes, (K.COL_R, K.COL_RB, K.COL_U), C),
@@ -267,9 +268,9 @@ def test_encoder_backward_uses_the_chosen_columns(mirror):
     K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
     mt = _mirror(theta, off, sizes, C, mirror)
-    K.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, K.SIGMOID, empty,
+    G.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, K.SIGMOID, empty,
                            delta, grad)
-    K.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
+    G.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
                    empty, grad)
 
     def loss(t):

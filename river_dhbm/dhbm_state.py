@@ -1,0 +1,86 @@
+"""The DHBM's arrays: the flat parameters and their initialisation, the Adam moments, the SAP
+particles, the work arrays of one update, and their growth when a class appears."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from river_dhbm import dhbm_kernels, kernels
+
+__all__ = ["ESTIMATORS", "DHBMState"]
+
+#: `estimator` -> the kernels' code of the likelihood-gradient estimator.
+ESTIMATORS = {"mf": dhbm_kernels.MF, "sap": dhbm_kernels.SAP}
+
+
+class DHBMState:
+    """Mixed into `DHBM` (before `HybridClassifier`, whose `_reset_state` it extends)."""
+
+
+    _SCRATCH = ("_grad", "_work", "_pred_act")
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self._theta is not None:
+            self._alloc_work()
+
+    def _reset_state(self) -> None:
+        super()._reset_state()
+        self._theta = None
+        self._empty = np.zeros(0)
+
+    def _init_params(self, n_features: int) -> None:
+        self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
+        self._hcum = kernels.hidden_offsets(self._sizes)
+        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
+        self._estimator = ESTIMATORS[self.estimator]
+        self._off = kernels.param_layout(self._sizes, 0)
+        theta = np.zeros(self._off[-1, 2])
+        for l in range(len(self.hidden_sizes)):
+            fan_in, fan_out = self._sizes[l], self._sizes[l + 1]
+            bound = np.sqrt(6.0 / (fan_in + fan_out))
+            W = self._rng.uniform(-bound, bound, fan_in * fan_out)
+            theta[self._off[l, kernels.COL_W] : self._off[l, kernels.COL_W] + W.size] = W
+            theta[self._off[l, kernels.COL_R] : self._off[l, kernels.COL_R] + W.size] = W
+        self._theta = theta
+        A = int(self._hcum[-1])
+        M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
+        self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(np.float64)
+        self._part_h = (self._rng.random(M * A) < 0.5).astype(np.float64)
+        self._part_y = np.zeros((M, 0))
+        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0)
+        self._alloc_work()
+
+    def _alloc_work(self) -> None:
+        """Work arrays of one update and of a one-row prediction (rebuilt when classes grow)."""
+        # room for the mini-batch and its replayed rows (`scarce_labels`)
+        n, D, C = self.batch_size + self.replay, int(self._sizes[0]), len(self._classes)
+        A = int(self._hcum[-1])
+        wide = max(n, self._part_x.shape[0], 1) * int(self._sizes.max())
+        self._grad = np.zeros_like(self._theta)
+        self._work = dict(
+            act=np.zeros(n * A), mu=np.zeros(n * A), neg=np.zeros(n * A), delta=np.zeros(n * A),
+            zbuf=np.zeros(wide), xrec=np.zeros((n, D)), P=np.zeros((n, C)), T=np.zeros((n, C)),
+            Y=np.zeros((n, C)), wrow=np.zeros(n), wdisc=np.zeros(n),
+            # the weights' transposes, rebuilt by every update (`kernels.transpose_weights`)
+            mirror=np.zeros_like(self._theta),
+        )
+        self._pred_act = np.zeros(A)
+
+    _WORK_ORDER = (
+        "act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror",
+    )
+
+    def _work_arrays(self) -> list:
+        """The work arrays in the order `dhbm_update` (and `dhbm_test_then_train`) take them."""
+        return [self._work[name] for name in self._WORK_ORDER]
+
+    def _add_class(self) -> None:
+        C = len(self._classes)
+        self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C)
+        if self._moments.size:  # first and second moments, regrown together
+            halves = self._moments.reshape(2, -1)
+            self._moments = kernels.regrow_classes(halves, self._sizes, C - 1, C).ravel()
+        self._off = kernels.param_layout(self._sizes, C)
+        self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1))])
+        self._alloc_work()
