@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIGURES = {
     "img/figure3-paper.png": "evaluation/results/paper/figure3.png",
     "img/figure3-default.png": "evaluation/results/default/figure3.png",
+    "img/scarcity.png": "evaluation/results/scarcity/scarcity.png",
 }
 
 
