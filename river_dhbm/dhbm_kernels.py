@@ -19,6 +19,7 @@ from river_dhbm.gradients import (
     discriminative_delta,
     kl_delta,
     net_backward,
+    subset_weights,
 )
 from river_dhbm.kernels import (
     _JIT,
@@ -126,16 +127,8 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
         if confidence <= 1.0:
             confident_labels(y, P, n, confidence)
 
-    n_lab = 0
+    subset_weights(y, n, alpha, beta, wrow)
     for r in range(n):
-        if y[r] >= 0:
-            n_lab += 1
-    n_unlab = n - n_lab
-    for r in range(n):
-        if y[r] >= 0:
-            wrow[r] = alpha / n_lab
-        else:
-            wrow[r] = beta / n_unlab
         wdisc[r] = disc_weight * wrow[r]
     if C > 0:
         for r in range(n):

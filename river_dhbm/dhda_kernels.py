@@ -21,6 +21,7 @@ from river_dhbm.gradients import (
     mean_field_input,
     net_backward,
     sgd_step,
+    subset_weights,
 )
 from river_dhbm.kernels import (
     COL_B,
@@ -217,13 +218,8 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     transpose_weights(theta, off, sizes, C, mirror)
 
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
-    n_lab = 0
+    subset_weights(y, n, alpha, beta, wrow)
     for r in range(n):
-        if y[r] >= 0:
-            n_lab += 1
-    n_unlab = n - n_lab
-    for r in range(n):
-        wrow[r] = alpha / n_lab if y[r] >= 0 else beta / n_unlab
         wdisc[r] = disc_weight * wrow[r]
     if C > 0:  # before the first label only the reconstructions learn
         joint_proba(act, n, theta, off, sizes, hcum, C, P)

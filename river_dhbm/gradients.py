@@ -162,3 +162,17 @@ def mean_field_input(below, above, T, theta, theta_t, off, sizes, l, n_classes, 
     for r in range(n):
         for j in range(H):
             z[r, j] += b[j]
+
+
+@njit(**_JIT)
+def subset_weights(y, n, alpha, beta, wrow):
+    """Row weights that average each subset's gradient over its own rows: `alpha / n_lab` for
+    the labeled rows (`y >= 0`) among the first `n`, `beta / n_unlab` for the others, into
+    `wrow`."""
+    n_lab = 0
+    for r in range(n):
+        if y[r] >= 0:
+            n_lab += 1
+    n_unlab = n - n_lab
+    for r in range(n):
+        wrow[r] = alpha / n_lab if y[r] >= 0 else beta / n_unlab

@@ -11,6 +11,7 @@ from river_dhbm.dhda_kernels import dhda_sweep, encoder_backward, reconstruction
 from river_dhbm.gradients import (
     discriminative_delta,
     sgd_step,
+    subset_weights,
 )
 from river_dhbm.kernels import (
     COL_B,
@@ -114,13 +115,8 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
     wrow = np.zeros(n)
     no_mirror = np.empty(0)  # the products read the transposes from theta itself
     hsda_forward(X, theta, bases, offs, sizes, hcum, C, kind, mask, 1.0, lw, act, P)
-    n_lab = 0
+    subset_weights(y, n, alpha, beta, wrow)
     for r in range(n):
-        if y[r] >= 0:
-            n_lab += 1
-    n_unlab = n - n_lab
-    for r in range(n):
-        wrow[r] = alpha / n_lab if y[r] >= 0 else beta / n_unlab
         if C == 0:
             continue
         if y[r] >= 0:
