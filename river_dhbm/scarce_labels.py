@@ -20,10 +20,11 @@ import numpy as np
 from numba import njit
 
 from river_dhbm.kernels import _JIT
+from river_dhbm.param_checks import _check_int, _check_range
 
 #: Labeled rows a model must have learnt before its confident proxy labels start: a model fitted
-#: to a handful of labels is confidently wrong (measured on LED with 0.1 % labels: 0.380 with no
-#: wait, 0.365 waiting for 50).
+#: to a handful of labels is confidently wrong (measured on LED with 0.1 % labels, a prototype
+#: DHBM replaying 10 rows: 0.380 with no wait, 0.365 waiting for 50).
 PSEUDO_LABEL_WARM_UP = 50
 
 
@@ -105,8 +106,6 @@ def confident_labels(codes, P, n, confidence):
 
 def check_params(model, confidence: bool = True) -> None:
     """Check `learn_unlabeled`, `replay`, `memory_size` (and `confidence`) of `model`."""
-    from river_dhbm.base import _check_int, _check_range
-
     if not isinstance(model.learn_unlabeled, bool):
         raise ValueError(
             f"Invalid learn_unlabeled ({model.learn_unlabeled!r}). Must be True or False"
