@@ -18,6 +18,7 @@ from river_dhbm.dhbm_phases import (
 from river_dhbm.gradients import (
     discriminative_delta,
     kl_delta,
+    label_targets,
     net_backward,
     subset_weights,
 )
@@ -131,20 +132,7 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
     for r in range(n):
         wdisc[r] = disc_weight * wrow[r]
     if C > 0:
-        for r in range(n):
-            if y[r] >= 0:
-                for k in range(C):
-                    T[r, k] = 1.0 if k == y[r] else 0.0
-            elif hard:
-                best = 0
-                for k in range(1, C):
-                    if P[r, k] > P[r, best]:
-                        best = k
-                for k in range(C):
-                    T[r, k] = 1.0 if k == best else 0.0
-            else:
-                for k in range(C):
-                    T[r, k] = P[r, k]
+        label_targets(y, P, n, C, hard, T)
 
     for i in range(A):
         mu[i] = act[i]

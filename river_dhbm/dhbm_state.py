@@ -36,12 +36,7 @@ class DHBMState:
         self._estimator = ESTIMATORS[self.estimator]
         self._off = kernels.param_layout(self._sizes, 0)
         theta = np.zeros(self._off[-1, 2])
-        for l in range(len(self.hidden_sizes)):
-            fan_in, fan_out = self._sizes[l], self._sizes[l + 1]
-            bound = np.sqrt(6.0 / (fan_in + fan_out))
-            W = self._rng.uniform(-bound, bound, fan_in * fan_out)
-            theta[self._off[l, kernels.COL_W] : self._off[l, kernels.COL_W] + W.size] = W
-            theta[self._off[l, kernels.COL_R] : self._off[l, kernels.COL_R] + W.size] = W
+        kernels.init_weights(theta, self._off, self._sizes, self._rng)
         self._theta = theta
         A = int(self._hcum[-1])
         M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0

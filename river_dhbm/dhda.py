@@ -305,14 +305,8 @@ class DHDA(HybridClassifier):
         self._dec_kind = kernels.SIGMOID if self.loss == "ce" else self._kind
         self._off = kernels.param_layout(self._sizes, 0)
         theta = np.zeros(self._off[-1, 2])
-        for l in range(len(self.hidden_sizes)):
-            fan_in, fan_out = self._sizes[l], self._sizes[l + 1]
-            bound = np.sqrt(6.0 / (fan_in + fan_out))
-            W = self._rng.uniform(-bound, bound, fan_in * fan_out)
-            if l > 0 and self.slow_upper_layers:
-                W *= self.UPPER_INIT
-            theta[self._off[l, kernels.COL_W] : self._off[l, kernels.COL_W] + W.size] = W
-            theta[self._off[l, kernels.COL_R] : self._off[l, kernels.COL_R] + W.size] = W
+        upper = self.UPPER_INIT if self.slow_upper_layers else 1.0
+        kernels.init_weights(theta, self._off, self._sizes, self._rng, upper)
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0)

@@ -18,6 +18,7 @@ from river_dhbm.blas import gemm
 from river_dhbm.gradients import (
     discriminative_delta,
     kl_delta,
+    label_targets,
     mean_field_input,
     net_backward,
     sgd_step,
@@ -223,14 +224,7 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
         wdisc[r] = disc_weight * wrow[r]
     if C > 0:  # before the first label only the reconstructions learn
         joint_proba(act, n, theta, off, sizes, hcum, C, P)
-        for r in range(n):
-            if y[r] >= 0:
-                T[r, y[r]] = 1.0
-            elif hard:
-                T[r, np.argmax(P[r])] = 1.0
-            else:
-                for k in range(C):
-                    T[r, k] = P[r, k]
+        label_targets(y, P, n, C, hard, T)
 
     for i in range(A):
         mu[i] = act[i]

@@ -176,3 +176,23 @@ def subset_weights(y, n, alpha, beta, wrow):
     n_unlab = n - n_lab
     for r in range(n):
         wrow[r] = alpha / n_lab if y[r] >= 0 else beta / n_unlab
+
+
+@njit(**_JIT)
+def label_targets(y, P, n, n_classes, hard, T):
+    """Targets `T [n, C]` of the first `n` rows: one-hot for the labeled rows (`y >= 0`); for
+    the unlabeled ones the prediction `P` itself, or (`hard`) its first largest class one-hot."""
+    for r in range(n):
+        if y[r] >= 0:
+            for k in range(n_classes):
+                T[r, k] = 1.0 if k == y[r] else 0.0
+        elif hard:
+            best = 0
+            for k in range(1, n_classes):
+                if P[r, k] > P[r, best]:
+                    best = k
+            for k in range(n_classes):
+                T[r, k] = 1.0 if k == best else 0.0
+        else:
+            for k in range(n_classes):
+                T[r, k] = P[r, k]

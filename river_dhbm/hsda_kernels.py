@@ -10,6 +10,7 @@ from numba import njit
 from river_dhbm.dhda_kernels import dhda_sweep, encoder_backward, reconstruction_delta
 from river_dhbm.gradients import (
     discriminative_delta,
+    label_targets,
     sgd_step,
     subset_weights,
 )
@@ -116,16 +117,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
     no_mirror = np.empty(0)  # the products read the transposes from theta itself
     hsda_forward(X, theta, bases, offs, sizes, hcum, C, kind, mask, 1.0, lw, act, P)
     subset_weights(y, n, alpha, beta, wrow)
-    for r in range(n):
-        if C == 0:
-            continue
-        if y[r] >= 0:
-            T[r, y[r]] = 1.0
-        elif hard:
-            T[r, np.argmax(P[r])] = 1.0
-        else:
-            for k in range(C):
-                T[r, k] = P[r, k]
+    label_targets(y, P, n, C, hard, T)
 
     use_mask = mask.size > 0
     corrupt = kappa.size > 0

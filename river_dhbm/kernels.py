@@ -87,6 +87,19 @@ def _layout(sizes: tuple, n_classes: int) -> np.ndarray:
     return off
 
 
+def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0) -> None:
+    """Glorot-uniform `W^l` in `+-sqrt(6 / (H_{l-1} + H_l))` (times `upper_scale` above the first
+    layer), each copied into the recognition weights `R^l`; drawn layer by layer from `rng`."""
+    for l in range(len(sizes) - 1):
+        fan_in, fan_out = sizes[l], sizes[l + 1]
+        bound = np.sqrt(6.0 / (fan_in + fan_out))
+        W = rng.uniform(-bound, bound, fan_in * fan_out)
+        if l > 0:
+            W *= upper_scale
+        for col in (COL_W, COL_R):
+            theta[off[l, col] : off[l, col] + W.size] = W
+
+
 def hidden_offsets(sizes) -> np.ndarray:
     """Cumulative hidden sizes `[L + 1]` int64: `(0, H_1, H_1 + H_2, ...)`."""
     return np.concatenate([[0], np.cumsum(np.asarray(sizes[1:], dtype=np.int64))]).astype(np.int64)
