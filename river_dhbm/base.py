@@ -75,6 +75,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
     _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
     _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
+    _readout = None  # the generative readout (`generative_readout.GenerativeReadout`) if any
 
     def __init__(self, batch_size: int = 20, seed: int | None = None):
         self.batch_size = batch_size
@@ -104,6 +105,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         self._n_buf_labeled = 0
         self._staged = None
         self._memory = None
+        self._readout = None
         self.n_updates = 0
         self.n_labeled_seen = 0
 
@@ -236,7 +238,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
                 predicted[start:stop] = self._test_then_train_run(X[start:stop], codes)
             else:
                 if self._classes:
-                    predicted[start:stop] = self._proba(X[start:stop]).argmax(axis=1)
+                    predicted[start:stop] = self._posterior(X[start:stop]).argmax(axis=1)
                 self._push(X[start:stop], [(i - start, v) for i, v in pairs[k:end]])
             k, start = end, stop
         return predicted
@@ -249,12 +251,16 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         _check_dict(x)
         if not self._classes:
             return {}
-        return dict(zip(self._classes, self._proba_row(self._row(x))))
+        row = self._row(x)
+        if self._blending:
+            return dict(zip(self._classes, self._posterior(row)[0].tolist()))
+        return dict(zip(self._classes, self._proba_row(row)))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
         _check_dict(x)
-        if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
+        if (not self._classes or self._blending
+                or type(self).predict_proba_one is not _PREDICT_PROBA_ONE):
             return super().predict_one(x, **kwargs)
         return self._classes[self._predict_row(self._row(x))]
 
@@ -264,7 +270,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         _check_frame_type(X)
         if not self._classes:
             return pd.DataFrame(index=X.index)
-        P = self._proba(self._check_frame(X, self._features))
+        P = self._posterior(self._check_frame(X, self._features))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
@@ -272,7 +278,18 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         X, _ = self._check_arrays(X)
         if not self._classes:
             return np.zeros((len(X), 0))
-        return self._proba(X)
+        return self._posterior(X)
+
+    @property
+    def _blending(self) -> bool:
+        """Whether predictions blend in the generative readout now."""
+        return self._readout is not None and self._readout.blend[1] != 0.0
+
+    def _posterior(self, X: np.ndarray) -> np.ndarray:
+        """The prediction `p(y | x)` of validated rows: the network's (`_proba`), blended with
+        the generative readout when it has won its place."""
+        P = self._proba(X)
+        return self._readout.combine(P, X) if self._blending else P
 
     # ------------------------------------------------------------------ hooks
 

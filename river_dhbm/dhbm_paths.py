@@ -26,7 +26,7 @@ class DHBMPaths:
         # Mean-field estimator without dropout: nothing random, so the whole run of
         # mini-batches is one kernel call (the per-batch Python work costs as much as a
         # quarter of the update).
-        if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
+        if self.dropout > 0 or self._estimator != dhbm_kernels.MF or self._readout is not None:
             return super()._test_then_train_run(X, codes)
         n_batches = len(X) // self.batch_size
         if self.beta_schedule is None:

@@ -110,6 +110,9 @@ def check_params(model, confidence: bool = True) -> None:
         raise ValueError(
             f"Invalid learn_unlabeled ({model.learn_unlabeled!r}). Must be True or False"
         )
+    readout = getattr(model, "generative_readout", False)
+    if not isinstance(readout, bool):
+        raise ValueError(f"Invalid generative_readout ({readout!r}). Must be True or False")
     _check_int("replay", model.replay, 0)
     _check_int("memory_size", model.memory_size, 1 if model.replay else 0)
     if confidence and model.confidence is not None:

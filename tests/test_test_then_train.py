@@ -16,6 +16,9 @@ from test_dict_path import MODELS as DICT_PATH_MODELS
 # every model of the dict-path tests, plus the DHBM variants that decide its one-pass path
 MODELS = {
     **DICT_PATH_MODELS,
+    # the one-call run is the DHBM's without the generative readout (which learns per batch)
+    "dhbm-mf-fused": lambda: DHBM(hidden_sizes=(6, 5), batch_size=4, generative_readout=False,
+                                  seed=1),
     "dhbm-mf-steps": lambda: DHBM(hidden_sizes=(6, 5), mf_steps=1, batch_size=4, seed=1),
     "dhbm-sap-no-dropout": lambda: DHBM(hidden_sizes=(6,), estimator="sap", n_particles=3,
                                         batch_size=4, seed=1),
@@ -94,7 +97,7 @@ def _count_runs(monkeypatch, model):
 
 def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch):
     X, y, labeled = _block()
-    model, reference = MODELS["dhbm-mf"](), MODELS["dhbm-mf"]()
+    model, reference = MODELS["dhbm-mf-fused"](), MODELS["dhbm-mf-fused"]()
     for m in (model, reference):
         m.learn_arrays(X[:88], y[:88])  # every class known, the buffer empty
     runs, updates = _count_runs(monkeypatch, model)
@@ -108,7 +111,7 @@ def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch):
 def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch):
     X, y, labeled = _block()
     y[49], labeled[49] = "e", True  # unseen: its batch (rows 48-51) adds the class first
-    model, reference = MODELS["dhbm-mf"](), MODELS["dhbm-mf"]()
+    model, reference = MODELS["dhbm-mf-fused"](), MODELS["dhbm-mf-fused"]()
     for m in (model, reference):
         m.learn_arrays(X[:88], np.where(y[:88] == "e", "a", y[:88]))
     runs, updates = _count_runs(monkeypatch, model)

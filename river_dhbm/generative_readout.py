@@ -1,0 +1,235 @@
+"""The generative readout: class-conditional Bernoulli units on the input, fitted to every row
+by online EM and steered by the labels, blended with the network's own prediction.
+
+Why it exists: the networks predict with a discriminatively trained pass, and what the
+generative terms learn from unlabeled rows does not reach it (measured: `beta` 0, 0.1 and 1
+give the same error; the KL step and tied recognition make it worse). LED, the paper's stream,
+is a mixture of 10 product-Bernoulli components; a mixture fitted to the unlabeled rows and
+named by the few labeled ones classifies far better than anything fitted to the labeled rows
+alone (0.1 % labels: about 0.32 against BernoulliNB's 0.36). This is that mixture, the hybrid
+energy's class-to-visible term `y^T D x` on its own (a Boltzmann machine with the label as its
+only hidden unit), learnt online.
+
+How it learns (`readout_learn`, one call per mini-batch):
+
+- stage 0 holds the labeled rows' class sums (Laplace-smoothed class means: naive Bayes);
+- stage `j = 1..STAGES` adds the unlabeled rows' sums, each row weighted by its class posterior
+  under stage `j - 1`. Stage `STAGES` predicts. This is EM unrolled over the stream: each stage
+  is one EM step away from the labels, so it cannot run off to a likelihood optimum that is not
+  the classes (EM iterated to convergence from a few labels does; measured on LED 0.1 %, 3
+  seeds: 1 stage 0.331, 2 stages 0.321, 4 stages 0.338, 6 stages 0.394);
+- sums decay: unlabeled ones over about `UNLABELED_WINDOW` rows, labeled ones over about
+  `LABELED_WINDOW` labels, so the readout follows drift;
+- unlabeled rows count once `WARM_UP` labels are in.
+
+How it predicts (`blend`): `p(y | x)` is proportional to `p_net^a * p_readout^b` for the pair
+`(a, b)` of `BLENDS` with the smallest log-loss on the labeled rows so far (each scored before it
+is learnt, decayed over about `BLEND_WINDOW` labels; ties keep the network alone). The readout
+wins on LED; on Waveform, whose classes are not product distributions, the network alone does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from river_dhbm.kernels import _JIT
+
+__all__ = ["GenerativeReadout", "BLENDS", "STAGES"]
+
+STAGES = 2  # EM steps between the labels and the predicting stage
+UNLABELED_WINDOW = 20_000  # unlabeled rows the EM sums remember (1 / their decay rate)
+LABELED_WINDOW = 1_000  # labeled rows the class sums remember (the label memory's size)
+WARM_UP = 10  # labels before unlabeled rows count
+BLEND_WINDOW = 500  # labeled rows the blend's log-losses remember
+#: The blends `(a, b)` of `p_net^a * p_readout^b` the readout chooses from, the first on ties.
+BLENDS = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 2.0]])
+_TINY = 1e-12
+MEAN_CLIP = 1e-3  # Bernoulli means stay in [MEAN_CLIP, 1 - MEAN_CLIP]
+
+
+@njit(**_JIT)
+def class_log_likelihoods(counts, sums, stage, X, n, out):
+    """`log p(x, y)` of the first `n` rows of `X` under the readout's `stage` into `out [n, C]`:
+    Laplace-smoothed Bernoulli means `(sums[0] + sums[stage] + 0.5) / (counts[0] +
+    counts[stage] + 1)` (stage 0 alone for stage 0) clipped to `[MEAN_CLIP, 1 - MEAN_CLIP]`,
+    class prior from the same counts; a class
+    no label has named gets `-inf`."""
+    C, d = sums.shape[1], sums.shape[2]
+    total = 0.0
+    for k in range(C):
+        total += counts[0, k] + (counts[stage, k] if stage > 0 else 0.0) + 1.0
+    for k in range(C):
+        if counts[0, k] <= 0.0:
+            for r in range(n):
+                out[r, k] = -np.inf
+            continue
+        nk = counts[0, k] + (counts[stage, k] if stage > 0 else 0.0)
+        bias = np.log((nk + 1.0) / total)
+        for r in range(n):
+            out[r, k] = bias
+        for c in range(d):
+            s = sums[0, k, c] + (sums[stage, k, c] if stage > 0 else 0.0)
+            # clipped: inputs outside [0, 1] (a user's raw features) can push a mean past them
+            mu = min(max((s + 0.5) / (nk + 1.0), MEAN_CLIP), 1.0 - MEAN_CLIP)
+            log_on, log_off = np.log(mu), np.log(1.0 - mu)
+            for r in range(n):
+                out[r, k] += X[r, c] * log_on + (1.0 - X[r, c]) * log_off
+    return out
+
+
+@njit(**_JIT)
+def _normalise_rows(L, n):
+    """Turn the first `n` rows of log-scores `L` into probabilities, in place."""
+    for r in range(n):
+        top = -np.inf
+        for k in range(L.shape[1]):
+            top = max(top, L[r, k])
+        z = 0.0
+        for k in range(L.shape[1]):
+            L[r, k] = np.exp(L[r, k] - top) if L[r, k] > -np.inf else 0.0
+            z += L[r, k]
+        for k in range(L.shape[1]):
+            L[r, k] = L[r, k] / z if z > 0.0 else 1.0 / L.shape[1]  # no class named yet
+
+
+@njit(**_JIT)
+def readout_proba(counts, sums, X, out):
+    """`p(y | x)` of the predicting stage for every row of `X`, into `out [n, C]`."""
+    class_log_likelihoods(counts, sums, counts.shape[0] - 1, X, X.shape[0], out)
+    _normalise_rows(out, X.shape[0])
+    return out
+
+
+@njit(**_JIT)
+def readout_learn(counts, sums, X, codes, n, learn_unlabeled, work):
+    """Learn the first `n` rows of `(X, codes)` (codes: class index, -1 unlabeled): the
+    unlabeled rows into every stage, each weighted by the previous stage's posterior (all
+    posteriors computed first), then the labeled rows into stage 0. `work [J, n, C]`."""
+    J, C, d = counts.shape[0] - 1, counts.shape[1], sums.shape[2]
+    n_unlabeled = 0
+    n_labeled = 0
+    for r in range(n):
+        if codes[r] < 0:
+            n_unlabeled += 1
+        else:
+            n_labeled += 1
+    labels_in = 0.0
+    for k in range(C):
+        labels_in += counts[0, k]
+    if learn_unlabeled and n_unlabeled > 0 and labels_in >= WARM_UP:
+        for j in range(J):
+            class_log_likelihoods(counts, sums, j, X, n, work[j])
+            _normalise_rows(work[j], n)
+        keep = (1.0 - 1.0 / UNLABELED_WINDOW) ** n_unlabeled
+        for j in range(J):
+            for k in range(C):
+                counts[j + 1, k] *= keep
+                for c in range(d):
+                    sums[j + 1, k, c] *= keep
+            for r in range(n):
+                if codes[r] >= 0:
+                    continue
+                for k in range(C):
+                    w = work[j, r, k]
+                    if w > 0.0:
+                        counts[j + 1, k] += w
+                        for c in range(d):
+                            sums[j + 1, k, c] += w * X[r, c]
+    if n_labeled > 0:
+        keep = (1.0 - 1.0 / LABELED_WINDOW) ** n_labeled
+        for k in range(C):
+            counts[0, k] *= keep
+            for c in range(d):
+                sums[0, k, c] *= keep
+        for r in range(n):
+            k = codes[r]
+            if k >= 0:
+                counts[0, k] += 1.0
+                for c in range(d):
+                    sums[0, k, c] += X[r, c]
+
+
+@njit(**_JIT)
+def blend_into(P_net, P_readout, a, b, out):
+    """`out ∝ P_net^a * P_readout^b`, row by row (a zero probability counts as 1e-12)."""
+    for r in range(out.shape[0]):
+        z = 0.0
+        for k in range(out.shape[1]):
+            v = 1.0
+            if a != 0.0:
+                v *= (P_net[r, k] + _TINY) ** a
+            if b != 0.0:
+                v *= (P_readout[r, k] + _TINY) ** b
+            out[r, k] = v
+            z += v
+        for k in range(out.shape[1]):
+            out[r, k] /= z
+    return out
+
+
+@njit(**_JIT)
+def score_blends(losses, P_net, P_readout, codes):
+    """Add each labeled row's log-loss under every blend of `BLENDS` to `losses`, decayed by
+    `1 - 1 / BLEND_WINDOW` per row (rows of `P_net`/`P_readout` are the labeled rows, `codes`
+    their classes)."""
+    keep = 1.0 - 1.0 / BLEND_WINDOW
+    C = P_net.shape[1]
+    for r in range(codes.shape[0]):
+        for g in range(BLENDS.shape[0]):
+            a, b = BLENDS[g, 0], BLENDS[g, 1]
+            z = 0.0
+            target = 0.0
+            for k in range(C):
+                v = 1.0
+                if a != 0.0:
+                    v *= (P_net[r, k] + _TINY) ** a
+                if b != 0.0:
+                    v *= (P_readout[r, k] + _TINY) ** b
+                z += v
+                if k == codes[r]:
+                    target = v
+            losses[g] = keep * losses[g] - np.log(target / z + _TINY)
+
+
+class GenerativeReadout:
+    """The readout's state: `counts [STAGES + 1, C]`, `sums [STAGES + 1, C, d]` and the blends'
+    decayed log-losses `losses [len(BLENDS)]`; grows a class at a time."""
+
+    def __init__(self, n_features: int, n_classes: int = 0):
+        self.counts = np.zeros((STAGES + 1, n_classes))
+        self.sums = np.zeros((STAGES + 1, n_classes, n_features))
+        self.losses = np.zeros(len(BLENDS))
+
+    def add_class(self) -> None:
+        J, C, d = self.sums.shape
+        self.counts = np.concatenate([self.counts, np.zeros((J, 1))], axis=1)
+        self.sums = np.concatenate([self.sums, np.zeros((J, 1, d))], axis=1)
+
+    @property
+    def blend(self) -> tuple[float, float]:
+        """The `(a, b)` of `p_net^a * p_readout^b` predictions use now."""
+        a, b = BLENDS[int(np.argmin(self.losses))]
+        return float(a), float(b)
+
+    def proba(self, X: np.ndarray) -> np.ndarray:
+        return readout_proba(self.counts, self.sums, X, np.empty((len(X), self.counts.shape[1])))
+
+    def combine(self, P_net: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """The prediction: `P_net` blended with the readout's `p(y | x)` of the rows `X`."""
+        a, b = self.blend
+        if b == 0.0:
+            return P_net
+        return blend_into(P_net, self.proba(X), a, b, np.empty_like(P_net))
+
+    def learn(self, X, codes, P_net_labeled, learn_unlabeled: bool) -> None:
+        """One mini-batch: score the blends on its labeled rows (`P_net_labeled`: the network's
+        prediction of them, before its update), then learn every row."""
+        labeled = codes >= 0
+        # a class's first labels score nothing: the readout cannot know a class no label named
+        named = self.counts[0, codes[labeled]] > 0.0
+        if named.any():
+            score_blends(self.losses, P_net_labeled[named], self.proba(X[labeled][named]),
+                         codes[labeled][named])
+        work = np.empty((STAGES, len(X), self.counts.shape[1]))
+        readout_learn(self.counts, self.sums, X, codes, len(X), learn_unlabeled, work)

@@ -1,0 +1,163 @@
+"""The generative readout: its kernels against a numpy reference, what it learns from which
+rows, how it joins predictions, and that it leaves the networks alone."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+from river_dhbm import DHBM, DHDA, HSDA, SBEN, generative_readout as gr
+
+MODELS = [DHBM, SBEN, DHDA, HSDA]
+
+
+def _reference_log_likelihoods(counts, sums, stage, X):
+    n = counts[0] + (counts[stage] if stage else 0.0)
+    s = sums[0] + (sums[stage] if stage else 0.0)
+    mu = np.clip((s + 0.5) / (n + 1.0)[:, None], gr.MEAN_CLIP, 1 - gr.MEAN_CLIP)
+    L = X @ np.log(mu).T + (1 - X) @ np.log(1 - mu).T + np.log((n + 1) / (n + 1).sum())
+    L[:, counts[0] <= 0] = -np.inf
+    return L
+
+
+def _softmax(L):
+    P = np.exp(L - L.max(axis=1, keepdims=True))
+    return P / P.sum(axis=1, keepdims=True)
+
+
+def _reference_learn(counts, sums, X, codes, learn_unlabeled):
+    """Unrolled EM in numpy: the posteriors of every stage first, then the sums."""
+    unlabeled = codes < 0
+    if learn_unlabeled and unlabeled.any() and counts[0].sum() >= gr.WARM_UP:
+        R = [_softmax(_reference_log_likelihoods(counts, sums, j, X[unlabeled]))
+             for j in range(gr.STAGES)]
+        keep = (1 - 1 / gr.UNLABELED_WINDOW) ** unlabeled.sum()
+        for j in range(gr.STAGES):
+            counts[j + 1] = keep * counts[j + 1] + R[j].sum(axis=0)
+            sums[j + 1] = keep * sums[j + 1] + R[j].T @ X[unlabeled]
+    if (~unlabeled).any():
+        keep = (1 - 1 / gr.LABELED_WINDOW) ** (~unlabeled).sum()
+        onehot = np.eye(counts.shape[1])[codes[~unlabeled]]
+        counts[0] = keep * counts[0] + onehot.sum(axis=0)
+        sums[0] = keep * sums[0] + onehot.T @ X[~unlabeled]
+
+
+def _led(n, ratio, seed=0):
+    import streams
+
+    X, y = next(streams.LEDDrift(seed=seed, noise_percentage=10).iter_arrays(n))
+    labeled = np.random.default_rng(seed).random(n) < ratio
+    return X, y, labeled
+
+
+def test_the_kernels_equal_unrolled_em_in_numpy():
+    rng = np.random.default_rng(3)
+    d, C = 7, 3
+    readout = gr.GenerativeReadout(d)
+    for _ in range(C):
+        readout.add_class()
+    counts, sums = readout.counts.copy(), readout.sums.copy()
+    for step in range(40):
+        X = rng.random((20, d))
+        codes = np.where(rng.random(20) < 0.3, rng.integers(0, C, 20), -1)
+        work = np.empty((gr.STAGES, 20, C))
+        gr.readout_learn(readout.counts, readout.sums, X, codes, 20, True, work)
+        _reference_learn(counts, sums, X, codes, True)
+    assert counts[1:].sum() > 0  # the unlabeled rows were learnt
+    np.testing.assert_allclose(readout.counts, counts, rtol=1e-10)
+    np.testing.assert_allclose(readout.sums, sums, rtol=1e-10)
+    X = rng.random((5, d))
+    np.testing.assert_allclose(
+        readout.proba(X), _softmax(_reference_log_likelihoods(counts, sums, gr.STAGES, X)),
+        rtol=1e-9)
+
+
+def test_unlabeled_rows_wait_for_the_warm_up_and_the_switch():
+    X = np.random.default_rng(0).random((20, 4))
+    # one label short of the warm-up, then unlabeled rows only; or labels enough, switch off
+    for learn_unlabeled, labels in ((True, gr.WARM_UP - 1), (False, 15)):
+        readout = gr.GenerativeReadout(4, n_classes=1)
+        c = np.full(20, -1)
+        c[:labels] = 0
+        readout.learn(X, c, np.ones((labels, 1)), learn_unlabeled)
+        for _ in range(3):
+            readout.learn(X, np.full(20, -1), np.ones((0, 1)), learn_unlabeled)
+        assert readout.counts[1:].sum() == 0 and readout.counts[0, 0] == labels
+    readout.learn(X, np.full(20, -1), np.ones((0, 1)), True)  # the switch on: they count
+    assert readout.counts[1:].sum() > 0
+
+
+def test_the_blend_goes_to_whichever_predicts_the_labels():
+    P_good = np.array([[0.9, 0.1], [0.2, 0.8]])
+    P_poor = P_good[:, ::-1].copy()
+    codes = np.array([0, 1])
+    for P_net, P_readout, a, b in ((P_good, P_poor, 1.0, 0.0), (P_poor, P_good, 0.0, 1.0)):
+        losses = np.zeros(len(gr.BLENDS))
+        gr.score_blends(losses, P_net, P_readout, codes)
+        assert tuple(gr.BLENDS[np.argmin(losses)]) == (a, b)
+    readout = gr.GenerativeReadout(2)
+    assert readout.blend == (1.0, 0.0)  # no evidence yet: the network alone
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_the_readout_never_changes_the_network(cls):
+    """The network learns the same parameters with the readout or without it."""
+    X, y, labeled = _led(2000, 0.05)
+    on, off = cls(hidden_sizes=(8,), seed=1), cls(hidden_sizes=(8,), generative_readout=False,
+                                                   seed=1)
+    for m in (on, off):
+        m.test_then_train_arrays(X, y, labeled)
+    np.testing.assert_array_equal(on._theta, off._theta)
+    assert on._readout is not None and off._readout is None
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_without_unlabeled_rows_the_readout_is_naive_bayes_of_the_labels(cls):
+    """`learn_unlabeled=False`: streams that differ only in their unlabeled rows give the
+    same readout; with unlabeled rows learnt they do not."""
+    X, y, labeled = _led(1500, 0.05)
+    X2 = np.where(labeled[:, None], X, 1.0 - X)
+    for learn_unlabeled in (False, True):
+        a, b = (cls(hidden_sizes=(6,), learn_unlabeled=learn_unlabeled, seed=2) for _ in "ab")
+        a.learn_arrays(X, y, labeled)
+        b.learn_arrays(X2, y, labeled)
+        same = np.array_equal(a._readout.sums, b._readout.sums)
+        assert same == (not learn_unlabeled)
+        assert same == np.array_equal(a._readout.losses, b._readout.losses)
+
+
+def test_on_scarce_led_labels_the_readout_joins_and_every_path_agrees():
+    X, y, labeled = _led(6000, 0.01)
+    model = DHBM(seed=0)
+    model.test_then_train_arrays(X, y, labeled)
+    assert model._readout.blend[1] > 0  # LED is a product-Bernoulli mixture: it joins
+    rows = X[:30]
+    P = model.predict_proba_arrays(rows)
+    net = model._proba(rows)
+    assert not np.allclose(P, net)
+    x = {j: float(v) for j, v in enumerate(rows[0])}
+    one = model.predict_proba_one(x)
+    np.testing.assert_allclose([one[c] for c in model.classes_], P[0], rtol=1e-12)
+    assert model.predict_one(x) == model.classes_[int(P[0].argmax())]
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict_proba_arrays(rows), P)
+    copied = copy.deepcopy(model)
+    copied.learn_arrays(X[:40], y[:40], labeled[:40])
+    model.learn_arrays(X[:40], y[:40], labeled[:40])
+    np.testing.assert_array_equal(copied._readout.sums, model._readout.sums)
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_the_paper_preset_has_no_readout(cls):
+    model = cls.paper(hidden_sizes=(4,))
+    assert model.generative_readout is False
+    X, y, labeled = _led(100, 0.5)
+    model.learn_arrays(X, y, labeled)
+    assert model._readout is None
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_a_bad_switch_is_refused(value):
+    with pytest.raises(ValueError, match=r"Invalid generative_readout"):
+        DHBM(generative_readout=value)
