@@ -185,7 +185,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                          n_classes, kind, mf_steps, lr, alpha, disc_weight, hard, part_x,
                          part_h, part_y, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
                          wdisc, theta_t, moments, mem_X, mem_y, mem_state, uniforms, replay,
-                         confidence, labeled_seen, warm_up):
+                         confidence, labeled_seen, warm_up, P_rows):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
     dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0]` rows of `X`
     in turn, with `codes` as its `y`, `betas[b]` as the `beta` of block `b` and update number
@@ -194,7 +194,8 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
     scale 1 and no refinement). Each update also learns `replay` rows of the label memory
     `(mem_X, mem_y, mem_state)` drawn by `uniforms[b * replay:]`, then stores the block's
     labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows have
-    been seen (`labeled_seen` before this run), as `scarce_labels.learning_batch` does."""
+    been seen (`labeled_seen` before this run), as `scarce_labels.learning_batch` does.
+    `P_rows [len(X), C]` (or empty) receives every row's prediction too."""
     n = P.shape[0] - replay
     D = X.shape[1]
     Xa = np.empty((n + replay, D))
@@ -214,6 +215,9 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                     wrow, wdisc, theta_t, moments, first_step + b)
         for r in range(n):
             predicted[b * n + r] = np.argmax(borrow(P, r * P.shape[1], (P.shape[1],)))
+            if P_rows.shape[0]:
+                for k in range(P.shape[1]):
+                    P_rows[b * n + r, k] = P[r, k]
 
 
 @njit(**_JIT)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm import dhbm_kernels, scarce_labels
+from river_dhbm.generative_readout import readout_test_then_train
 
 __all__ = ["DHBMPaths"]
 
@@ -26,7 +27,7 @@ class DHBMPaths:
         # Mean-field estimator without dropout: nothing random, so the whole run of
         # mini-batches is one kernel call (the per-batch Python work costs as much as a
         # quarter of the update).
-        if self.dropout > 0 or self._estimator != dhbm_kernels.MF or self._readout is not None:
+        if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
             return super()._test_then_train_run(X, codes)
         n_batches = len(X) // self.batch_size
         if self.beta_schedule is None:
@@ -36,6 +37,8 @@ class DHBMPaths:
         if not self.learn_unlabeled:
             betas[:] = 0.0
         predicted = np.empty(len(X), dtype=np.int64)
+        readout = self._readout
+        P_rows = np.empty((len(X) if readout is not None else 0, len(self._classes)))
         memory = scarce_labels.memory_of(self, X.shape[1])
         # the per-batch path's draws, in its order: `replay` uniforms per update
         uniforms = self._rng.random(n_batches * self.replay)
@@ -48,7 +51,11 @@ class DHBMPaths:
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
             self.replay, confidence, self.n_labeled_seen, scarce_labels.PSEUDO_LABEL_WARM_UP,
+            P_rows,
         )
+        if readout is not None:  # its own pass over the run, on the network's predictions
+            readout_test_then_train(readout.counts, readout.sums, readout.losses, X, codes,
+                                    P_rows, self.batch_size, self.learn_unlabeled, predicted)
         self.n_updates += n_batches
         self.n_labeled_seen += int((codes >= 0).sum())
         return predicted

@@ -161,3 +161,19 @@ def test_the_paper_preset_has_no_readout(cls):
 def test_a_bad_switch_is_refused(value):
     with pytest.raises(ValueError, match=r"Invalid generative_readout"):
         DHBM(generative_readout=value)
+
+
+def test_the_dhbms_one_call_run_equals_its_batches():
+    """The one-call run (network and readout each in one kernel call) predicts and learns
+    exactly what predicting then learning each mini-batch does, blend switches included."""
+    from test_test_then_train import _assert_same_model, _batch_by_batch
+
+    X, y, labeled = _led(8000, 0.01)
+    run, reference = DHBM(seed=4), DHBM(seed=4)
+    for m in (run, reference):
+        m.learn_arrays(X[:2000], y[:2000])  # every class known
+    predicted = run.test_then_train_arrays(X[2000:], y[2000:], labeled[2000:])
+    expected = _batch_by_batch(reference, X[2000:], y[2000:], labeled[2000:], 20)
+    np.testing.assert_array_equal(predicted, expected)
+    _assert_same_model(run, reference, X[:50])
+    assert run._readout.blend == (0.0, 1.0)  # the readout took over in this run

@@ -16,9 +16,8 @@ from test_dict_path import MODELS as DICT_PATH_MODELS
 # every model of the dict-path tests, plus the DHBM variants that decide its one-pass path
 MODELS = {
     **DICT_PATH_MODELS,
-    # the one-call run is the DHBM's without the generative readout (which learns per batch)
-    "dhbm-mf-fused": lambda: DHBM(hidden_sizes=(6, 5), batch_size=4, generative_readout=False,
-                                  seed=1),
+    "dhbm-mf-no-readout": lambda: DHBM(hidden_sizes=(6, 5), batch_size=4,
+                                       generative_readout=False, seed=1),
     "dhbm-mf-steps": lambda: DHBM(hidden_sizes=(6, 5), mf_steps=1, batch_size=4, seed=1),
     "dhbm-sap-no-dropout": lambda: DHBM(hidden_sizes=(6,), estimator="sap", n_particles=3,
                                         batch_size=4, seed=1),
@@ -51,6 +50,9 @@ def _batch_by_batch(model, X, y, labeled, batch_size):
 def _assert_same_model(a, b, X):
     np.testing.assert_array_equal(a._theta, b._theta)
     assert a.classes_ == b.classes_
+    if a._readout is not None or b._readout is not None:
+        for name in ("counts", "sums", "losses"):
+            np.testing.assert_array_equal(getattr(a._readout, name), getattr(b._readout, name))
     assert (a.n_updates, a.n_labeled_seen, a._n_buf) == (b.n_updates, b.n_labeled_seen, b._n_buf)
     np.testing.assert_array_equal(a.predict_proba_arrays(X), b.predict_proba_arrays(X))
 
@@ -95,9 +97,10 @@ def _count_runs(monkeypatch, model):
     return runs, updates
 
 
-def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch):
+@pytest.mark.parametrize("name", ["dhbm-mf", "dhbm-mf-no-readout"])
+def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch, name):
     X, y, labeled = _block()
-    model, reference = MODELS["dhbm-mf-fused"](), MODELS["dhbm-mf-fused"]()
+    model, reference = MODELS[name](), MODELS[name]()
     for m in (model, reference):
         m.learn_arrays(X[:88], y[:88])  # every class known, the buffer empty
     runs, updates = _count_runs(monkeypatch, model)
@@ -108,10 +111,11 @@ def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch):
     _assert_same_model(model, reference, X)
 
 
-def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch):
+@pytest.mark.parametrize("name", ["dhbm-mf", "dhbm-mf-no-readout"])
+def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch, name):
     X, y, labeled = _block()
     y[49], labeled[49] = "e", True  # unseen: its batch (rows 48-51) adds the class first
-    model, reference = MODELS["dhbm-mf-fused"](), MODELS["dhbm-mf-fused"]()
+    model, reference = MODELS[name](), MODELS[name]()
     for m in (model, reference):
         m.learn_arrays(X[:88], np.where(y[:88] == "e", "a", y[:88]))
     runs, updates = _count_runs(monkeypatch, model)
