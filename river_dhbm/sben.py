@@ -166,8 +166,8 @@ class SBEN(DHBM):
     generative_readout
         Whether predictions may blend in the generative readout: class-conditional Bernoulli
         units on the input, fitted to every row by online EM and named by the labels (see
-        `river_dhbm.generative_readout` and the Notes). It joins a prediction only when it
-        lowers the log-loss of the labeled rows seen so far.
+        `river_dhbm.generative_readout` and the Notes). It predicts instead of the network
+        while it has the smaller log-loss on the labeled rows seen so far.
     batch_size
         Instances per update.
     seed
@@ -208,6 +208,16 @@ class SBEN(DHBM):
     difference beyond the standard errors. The blocks
     share the label map and the update counter; the whole stack is one flat buffer and one
     jitted call per mini-batch.
+
+    Generative readout (`generative_readout=True`, `river_dhbm.generative_readout`; off
+    under `paper()`): class-conditional Bernoulli units on the input, fitted to every row by
+    EM unrolled over the stream (2 stages from the labels), predict instead of the network
+    while they have the smaller log-loss on the labeled rows so far; the network learns
+    exactly what it learns without them. Stationary LED, seeds 0-4, 0.1 % / 1 % / 10 %
+    labels: 0.321 / 0.259 / 0.258 with it,
+    0.390 / 0.272 / 0.261 without (Waveform unchanged: the network keeps the
+    predictions there). Its unlabeled rows are the gain over `learn_unlabeled=False` on LED
+    at 0.1 %: 0.321 against 0.359.
 
     References
     ----------
