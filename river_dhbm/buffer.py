@@ -96,7 +96,7 @@ class MiniBatchBuffer:
         X, codes, readout = self._X_buf, self._y_buf, self._readout
         if readout is None:
             P = self._predict_update(X, codes) if predict else self._update(X, codes)
-        else:  # the readout scores its blends on the network's prediction before the update
+        else:  # the readout scores its choice on the network's prediction before the update
             labeled = codes >= 0
             if predict:
                 P = self._predict_update(X, codes)
@@ -105,7 +105,7 @@ class MiniBatchBuffer:
             else:
                 P_labeled = self._proba(X[labeled]) if labeled.any() else None
                 P = self._update(X, codes)
-            readout.learn(X, codes.copy(), P_labeled, self.learn_unlabeled)
+            readout.learn(X, codes, P_labeled, self.learn_unlabeled)
         self.n_updates += 1
         self._n_buf = 0
         self._n_buf_labeled = 0

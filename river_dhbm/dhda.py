@@ -134,15 +134,10 @@ class DHDA(HybridClassifier):
     label-scarcity experiment in the docs has the defaults and the `learn_unlabeled=False`
     ablation side by side).
 
-    Generative readout (`generative_readout=True`, `river_dhbm.generative_readout`; off
-    under `paper()`): class-conditional Bernoulli units on the input, fitted to every row by
-    EM unrolled over the stream (2 stages from the labels), predict instead of the network
-    while they have the smaller log-loss on the labeled rows so far; the network learns
-    exactly what it learns without them. Stationary LED, seeds 0-4, 0.1 % / 1 % / 10 %
-    labels: 0.321 / 0.259 / 0.258 with it,
-    0.454 / 0.277 / 0.263 without (Waveform unchanged: the network keeps the
-    predictions there). Its unlabeled rows are the gain over `learn_unlabeled=False` on LED
-    at 0.1 %: 0.321 against 0.392.
+    Generative readout (`generative_readout=True`, as for `DHBM`): on the stationary LED,
+    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.321 / 0.259 / 0.258 with it and 0.454 / 0.277 / 0.263 without;
+    at 0.1 % its unlabeled rows are worth 0.321 against 0.392 (`learn_unlabeled=False`). On
+    Waveform the network keeps the predictions.
 
     Choices where the paper leaves details open, each pinned by a test:
 
