@@ -88,6 +88,18 @@ def test_unlabeled_rows_wait_for_the_warm_up_and_the_switch():
     assert readout.counts[1:].sum() > 0
 
 
+def test_the_class_sums_follow_a_changed_concept():
+    """After the concept changes, the class means forget the old one within a few windows."""
+    readout = gr.GenerativeReadout(3, n_classes=1)
+    old, new = np.array([[1.0, 0.0, 1.0]]), np.array([[0.0, 1.0, 0.0]])
+    for rows in (old, new):
+        X = np.repeat(rows, 20, axis=0)
+        for _ in range(3 * gr.LABELED_WINDOW // 20):
+            readout.learn(X, np.zeros(20, dtype=np.int64), np.ones((20, 1)), True)
+        mean = readout.sums[0, 0] / readout.counts[0, 0]
+        assert np.abs(mean - rows[0]).max() < 0.1  # within 0.05 after 3 windows (e^-3)
+
+
 def test_the_blend_goes_to_whichever_predicts_the_labels():
     P_good = np.array([[0.9, 0.1], [0.2, 0.8]])
     P_poor = P_good[:, ::-1].copy()
