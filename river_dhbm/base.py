@@ -282,12 +282,12 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
 
     @property
     def _blending(self) -> bool:
-        """Whether an expert of the generative readout predicts now, not the network."""
-        return self._readout is not None and self._readout.choice != 0
+        """Whether predictions blend in the generative readout now."""
+        return self._readout is not None and self._readout.blend[1] != 0.0
 
     def _posterior(self, X: np.ndarray) -> np.ndarray:
-        """The prediction `p(y | x)` of validated rows: the network's (`_proba`), or the
-        generative readout's when it has won its place."""
+        """The prediction `p(y | x)` of validated rows: the network's (`_proba`), blended with
+        the generative readout when it has won its place."""
         P = self._proba(X)
         return self._readout.combine(P, X) if self._blending else P
 

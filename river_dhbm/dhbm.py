@@ -89,10 +89,10 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         labeled row of that class (a proxy label), once 50 labeled rows have been seen;
         `None`: no proxy labels.
     generative_readout
-        Whether the generative readout may predict: class-conditional Bernoulli units on the
-        input fitted to every row by online EM, and Gaussian clusters named by the labels (see
-        `river_dhbm.generative_readout` and the Notes). One of them predicts instead of the
-        network while it has the smallest log-loss on the labeled rows seen so far.
+        Whether predictions may blend in the generative readout: class-conditional Bernoulli
+        units on the input, fitted to every row by online EM and named by the labels (see
+        `river_dhbm.generative_readout` and the Notes). It predicts instead of the network
+        while it has the smaller log-loss on the labeled rows seen so far.
     batch_size
         Instances per update.
     seed

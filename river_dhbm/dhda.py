@@ -87,10 +87,10 @@ class DHDA(HybridClassifier):
         Predicted probability from which an unlabeled row is learnt as its predicted class
         (after 50 labels); `None` turns these proxy labels off.
     generative_readout
-        Whether the generative readout may predict: class-conditional Bernoulli units on the
-        input fitted to every row by online EM, and Gaussian clusters named by the labels (see
-        `river_dhbm.generative_readout` and the Notes). One of them predicts instead of the
-        network while it has the smallest log-loss on the labeled rows seen so far.
+        Whether predictions may blend in the generative readout: class-conditional Bernoulli
+        units on the input, fitted to every row by online EM and named by the labels (see
+        `river_dhbm.generative_readout` and the Notes). It predicts instead of the network
+        while it has the smaller log-loss on the labeled rows seen so far.
     batch_size
         Instances per update.
     seed

@@ -1,6 +1,5 @@
 """The generative readout: class-conditional Bernoulli units on the input, fitted to every row
-by online EM and steered by the labels, which predict instead of the network when they do
-better.
+by online EM and steered by the labels, blended with the network's own prediction.
 
 Why it exists: the networks predict with a discriminatively trained pass, and what the
 generative terms learn from unlabeled rows does not reach it (measured: `beta` 0, 0.1 and 1
@@ -23,13 +22,11 @@ How it learns (`readout_learn`, one call per mini-batch):
   `LABELED_WINDOW` labels, so the readout follows drift;
 - unlabeled rows count once `WARM_UP` labels are in.
 
-How it predicts (`choice`): with the network's `p(y | x)`, this readout's, or that of the
-Gaussian clusters of `cluster_readout` (the second family, for classes that are not product
-distributions), whichever made the fewest errors on the labeled rows so far (each scored
-before it is learnt, decayed over about `BLEND_WINDOW` labels), the generative experts
-needing `CHOICE_MARGIN` errors fewer than the network. Products of the network's and the
-readout's predictions won the log-loss on Waveform at 10 % labels while losing in error (DHDA
-0.151 against 0.146), so one expert predicts at a time. The class readout wins on LED; the clusters on Waveform at 0.1 %.
+How it predicts (`blend`): with the network's `p(y | x)` or the readout's, whichever has the
+smaller log-loss on the labeled rows so far (each scored before it is learnt, decayed over about
+`BLEND_WINDOW` labels; ties keep the network). `BLENDS` writes the choice as the pair `(a, b)`
+of `p_net^a * p_readout^b`. The readout wins on LED; on Waveform, whose classes are not product
+distributions, the network does.
 """
 
 from __future__ import annotations
@@ -37,12 +34,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm.cluster_readout import (
-    CLUSTERS, WARM_ROWS, cluster_learn, cluster_posteriors, cluster_proba,
-)
 from river_dhbm.kernels import _JIT
 
-__all__ = ["GenerativeReadout", "EXPERTS", "STAGES"]
+__all__ = ["GenerativeReadout", "BLENDS", "STAGES"]
 
 STAGES = 2  # EM steps between the labels and the predicting stage
 # The windows trade following drift against noise (prototype, LED seeds 11-13, mean faded
@@ -52,16 +46,11 @@ STAGES = 2  # EM steps between the labels and the predicting stage
 UNLABELED_WINDOW = 5_000  # unlabeled rows the EM sums remember (1 / their decay rate)
 LABELED_WINDOW = 250  # labeled rows the class sums remember
 WARM_UP = 10  # labels before unlabeled rows count
-BLEND_WINDOW = 500  # labeled rows the experts' error counts remember
-#: Errors fewer than the network's an expert of the readout needs to predict instead of it.
-#: Measured (prototype replays on seeds 11-13): the log-loss chose the clusters on Waveform at
-#: 10 % labels for the DHDA and HSDA, whose networks are overconfident (0.157 against 0.146);
-#: error counts with no margin still flipped to them at times (+0.001-0.004); 3 errors cost
-#: at most 0.002 there and nothing on LED; 6 errors cost 0.004-0.007 at 0.1 %.
-CHOICE_MARGIN = 3.0
-#: Who may predict, in the order ties are broken: the network, the class-conditional units,
-#: the named clusters.
-EXPERTS = ("network", "classes", "clusters")
+BLEND_WINDOW = 500  # labeled rows the blend's log-losses remember
+#: The blends `(a, b)` of `p_net^a * p_readout^b` the readout chooses from, the first on ties:
+#: the network's prediction or the readout's. Products of the two (1, 1) and (1, 2) won the
+#: log-loss on Waveform at 10 % labels while losing in error (DHDA 0.151 against 0.146).
+BLENDS = np.array([[1.0, 0.0], [0.0, 1.0]])
 _TINY = 1e-12
 MEAN_CLIP = 1e-3  # Bernoulli means stay in [MEAN_CLIP, 1 - MEAN_CLIP]
 
@@ -169,152 +158,130 @@ def readout_learn(counts, sums, X, codes, n, learn_unlabeled, work):
 
 
 @njit(**_JIT)
-def score(losses, expert, P, codes):
-    """Decay `losses[expert]` by `1 - 1 / BLEND_WINDOW` per row and add 1 for each row of `P`
-    (the expert's prediction of the labeled rows whose classes are `codes`) whose first most
-    probable class is not its label."""
+def blend_into(P_net, P_readout, a, b, out):
+    """`out ∝ P_net^a * P_readout^b`, row by row (a zero probability counts as 1e-12)."""
+    for r in range(out.shape[0]):
+        z = 0.0
+        for k in range(out.shape[1]):
+            v = 1.0
+            if a != 0.0:
+                v *= (P_net[r, k] + _TINY) ** a
+            if b != 0.0:
+                v *= (P_readout[r, k] + _TINY) ** b
+            out[r, k] = v
+            z += v
+        for k in range(out.shape[1]):
+            out[r, k] /= z
+    return out
+
+
+@njit(**_JIT)
+def score_blends(losses, P_net, P_readout, codes):
+    """Add each labeled row's log-loss under every blend of `BLENDS` to `losses`, decayed by
+    `1 - 1 / BLEND_WINDOW` per row (rows of `P_net`/`P_readout` are the labeled rows, `codes`
+    their classes)."""
     keep = 1.0 - 1.0 / BLEND_WINDOW
+    C = P_net.shape[1]
     for r in range(codes.shape[0]):
-        losses[expert] = keep * losses[expert] + (np.argmax(P[r]) != codes[r])
+        for g in range(BLENDS.shape[0]):
+            a, b = BLENDS[g, 0], BLENDS[g, 1]
+            z = 0.0
+            target = 0.0
+            for k in range(C):
+                v = 1.0
+                if a != 0.0:
+                    v *= (P_net[r, k] + _TINY) ** a
+                if b != 0.0:
+                    v *= (P_readout[r, k] + _TINY) ** b
+                z += v
+                if k == codes[r]:
+                    target = v
+            losses[g] = keep * losses[g] - np.log(target / z + _TINY)
 
 
 @njit(**_JIT)
-def choose(losses):
-    """The expert that predicts: the one with the fewest recent errors, the generative ones
-    handicapped by `CHOICE_MARGIN` errors (ties go to the first)."""
-    best, low = 0, losses[0]
-    for g in range(1, losses.shape[0]):
-        if losses[g] + CHOICE_MARGIN < low:
-            best, low = g, losses[g] + CHOICE_MARGIN
-    return best
-
-
-@njit(**_JIT)
-def _step(counts, sums, losses, clusters, Xb, cb, P_net, learn_unlabeled, G, H, R, work):
-    """Score the experts on the named labeled rows of one mini-batch (`G`, `H`: the class
-    readout's and the clusters' prediction of it, `P_net` the network's; `R` its cluster
-    posteriors), then learn it."""
-    weights, csums, squares, names, floor, buffer, buffer_codes, state = clusters
-    n = Xb.shape[0]
-    named = 0
-    for r in range(n):
-        if cb[r] >= 0 and counts[0, cb[r]] > 0.0:
-            named += 1
-    if named:
-        C = counts.shape[1]
-        Pl, Gl, Hl = np.empty((named, C)), np.empty((named, C)), np.empty((named, C))
-        cl = np.empty(named, np.int64)
-        i = 0
-        for r in range(n):
-            if cb[r] >= 0 and counts[0, cb[r]] > 0.0:
-                for k in range(C):
-                    Pl[i, k], Gl[i, k], Hl[i, k] = P_net[r, k], G[r, k], H[r, k]
-                cl[i] = cb[r]
-                i += 1
-        score(losses, 0, Pl, cl)
-        score(losses, 1, Gl, cl)
-        score(losses, 2, Hl, cl)
-    readout_learn(counts, sums, Xb, cb, n, learn_unlabeled, work)
-    cluster_learn(weights, csums, squares, names, floor, buffer, buffer_codes, state, Xb, cb, n,
-                  R, learn_unlabeled, UNLABELED_WINDOW, LABELED_WINDOW)
-
-
-@njit(**_JIT)
-def readout_test_then_train(counts, sums, losses, clusters, X, codes, P_net, batch,
-                            learn_unlabeled, predicted):
+def readout_test_then_train(counts, sums, losses, X, codes, P_net, batch, learn_unlabeled,
+                            predicted):
     """What `GenerativeReadout.combine` then `.learn` do for each mini-batch of `batch` rows
-    of `X` in turn, in one call: each row's class by the expert chosen before its batch
+    of `X` in turn, in one call: each row's class under the blend chosen before its batch
     (`P_net`: the network's prediction of every row, made before its batch's update) into
-    `predicted`, then the experts scored on the batch's named labeled rows, then the batch
+    `predicted`, then the blends scored on the batch's named labeled rows, then the batch
     learnt (the DHBM's one-call run)."""
-    weights, csums, squares, names, floor, buffer, buffer_codes, state = clusters
     C = counts.shape[1]
-    G, H = np.empty((batch, C)), np.empty((batch, C))
-    R = np.empty((batch, weights.shape[0]))
+    G = np.empty((batch, C))
     work = np.empty((STAGES, batch, C))
     for b in range(X.shape[0] // batch):
         lo = b * batch
         Xb, cb, Pb = X[lo : lo + batch], codes[lo : lo + batch], P_net[lo : lo + batch]
-        g = choose(losses)
+        g = np.argmin(losses)
+        a, w = BLENDS[g, 0], BLENDS[g, 1]
         readout_proba(counts, sums, Xb, G)
-        if state[1]:
-            cluster_posteriors(weights, csums, squares, floor, Xb, batch, R)
-        cluster_proba(names, state, R, H)
         for r in range(batch):
-            predicted[lo + r] = np.argmax(Pb[r] if g == 0 else G[r] if g == 1 else H[r])
-        _step(counts, sums, losses, clusters, Xb, cb, Pb, learn_unlabeled, G, H, R, work)
+            best, top = 0, -np.inf
+            for k in range(C):
+                v = 0.0
+                if a != 0.0:
+                    v += a * np.log(Pb[r, k] + _TINY)
+                if w != 0.0:
+                    v += w * np.log(G[r, k] + _TINY)
+                if v > top:
+                    best, top = k, v
+            predicted[lo + r] = best if w != 0.0 else np.argmax(Pb[r])
+        named = 0
+        for r in range(batch):
+            if cb[r] >= 0 and counts[0, cb[r]] > 0.0:
+                named += 1
+        if named:
+            Pl, Gl, cl = np.empty((named, C)), np.empty((named, C)), np.empty(named, np.int64)
+            i = 0
+            for r in range(batch):
+                if cb[r] >= 0 and counts[0, cb[r]] > 0.0:
+                    for k in range(C):
+                        Pl[i, k], Gl[i, k] = Pb[r, k], G[r, k]
+                    cl[i] = cb[r]
+                    i += 1
+            score_blends(losses, Pl, Gl, cl)
+        readout_learn(counts, sums, Xb, cb, batch, learn_unlabeled, work)
 
 
 class GenerativeReadout:
-    """The readout's state: the class units' `counts [STAGES + 1, C]` and `sums [STAGES + 1,
-    C, d]`, the clusters' arrays (`cluster_readout`) and the experts' decayed log-losses
-    `losses [len(EXPERTS)]`; grows a class at a time."""
+    """The readout's state: `counts [STAGES + 1, C]`, `sums [STAGES + 1, C, d]` and the blends'
+    decayed log-losses `losses [len(BLENDS)]`; grows a class at a time."""
 
     def __init__(self, n_features: int, n_classes: int = 0):
         self.counts = np.zeros((STAGES + 1, n_classes))
         self.sums = np.zeros((STAGES + 1, n_classes, n_features))
-        self.losses = np.zeros(len(EXPERTS))
-        M = CLUSTERS
-        self.clusters = (
-            np.zeros(M), np.zeros((M, n_features)), np.zeros((M, n_features)),
-            np.zeros((M, n_classes)), np.zeros(n_features),
-            np.zeros((WARM_ROWS, n_features)), np.zeros(WARM_ROWS, dtype=np.int64),
-            np.zeros(2, dtype=np.int64),
-        )
+        self.losses = np.zeros(len(BLENDS))
 
     def add_class(self) -> None:
         J, C, d = self.sums.shape
         self.counts = np.concatenate([self.counts, np.zeros((J, 1))], axis=1)
         self.sums = np.concatenate([self.sums, np.zeros((J, 1, d))], axis=1)
-        c = list(self.clusters)
-        c[3] = np.concatenate([c[3], np.zeros((CLUSTERS, 1))], axis=1)
-        self.clusters = tuple(c)
 
     @property
-    def choice(self) -> int:
-        """The index in `EXPERTS` of the one that predicts now."""
-        return int(choose(self.losses))
+    def blend(self) -> tuple[float, float]:
+        """The `(a, b)` of `p_net^a * p_readout^b` predictions use now."""
+        a, b = BLENDS[int(np.argmin(self.losses))]
+        return float(a), float(b)
 
     def proba(self, X: np.ndarray) -> np.ndarray:
-        """The class units' `p(y | x)` of the rows `X`."""
         return readout_proba(self.counts, self.sums, X, np.empty((len(X), self.counts.shape[1])))
 
-    def cluster_proba(self, X: np.ndarray, R: np.ndarray | None = None) -> np.ndarray:
-        """The named clusters' `p(y | x)` of the rows `X` (`R`: their cluster posteriors, if
-        already computed)."""
-        w, s, q, names, floor, _, _, state = self.clusters
-        if R is None:
-            R = self._posteriors(X)
-        return cluster_proba(names, state, R, np.empty((len(X), names.shape[1])))
-
-    def _posteriors(self, X: np.ndarray) -> np.ndarray:
-        w, s, q, _, floor, _, _, state = self.clusters
-        R = np.empty((len(X), CLUSTERS))
-        if state[1]:
-            cluster_posteriors(w, s, q, floor, X, len(X), R)
-        return R
-
     def combine(self, P_net: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """The prediction of the rows `X`: the chosen expert's (`P_net`: the network's)."""
-        g = self.choice
-        return P_net if g == 0 else self.proba(X) if g == 1 else self.cluster_proba(X)
+        """The prediction: `P_net` blended with the readout's `p(y | x)` of the rows `X`."""
+        a, b = self.blend
+        if b == 0.0:
+            return P_net
+        return blend_into(P_net, self.proba(X), a, b, np.empty_like(P_net))
 
     def learn(self, X, codes, P_net_labeled, learn_unlabeled: bool) -> None:
-        """One mini-batch: score the experts on its labeled rows (`P_net_labeled`: the
-        network's prediction of them, before its update), then learn every row."""
-        C = self.counts.shape[1]
-        P_net = np.zeros((len(X), C))
-        if P_net_labeled is not None:
-            P_net[codes >= 0] = P_net_labeled
-        work = np.empty((STAGES, len(X), C))
-        R = self._posteriors(X)
-        _step(self.counts, self.sums, self.losses, self.clusters, X, codes, P_net,
-              learn_unlabeled, self.proba(X), self.cluster_proba(X, R), R, work)
-        self.release_warm_up()
-
-    def release_warm_up(self) -> None:
-        """Free the clusters' warm-up rows once they are fitted."""
-        if self.clusters[7][1] and self.clusters[5].shape[0]:
-            c = list(self.clusters)
-            c[5], c[6] = np.zeros((0, c[5].shape[1])), np.zeros(0, dtype=np.int64)
-            self.clusters = tuple(c)
+        """One mini-batch: score the blends on its labeled rows (`P_net_labeled`: the network's
+        prediction of them, before its update), then learn every row."""
+        labeled = codes >= 0
+        # a class's first labels score nothing: the readout cannot know a class no label named
+        named = self.counts[0, codes[labeled]] > 0.0
+        if named.any():
+            score_blends(self.losses, P_net_labeled[named], self.proba(X[labeled][named]),
+                         codes[labeled][named])
+        work = np.empty((STAGES, len(X), self.counts.shape[1]))
+        readout_learn(self.counts, self.sums, X, codes, len(X), learn_unlabeled, work)

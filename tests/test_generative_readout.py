@@ -100,23 +100,16 @@ def test_the_class_sums_follow_a_changed_concept():
         assert np.abs(mean - rows[0]).max() < 0.1  # within 0.05 after 3 windows (e^-3)
 
 
-def test_the_choice_goes_to_whichever_predicts_the_labels():
-    good = np.array([[0.9, 0.1], [0.2, 0.8]])
-    poor = good[:, ::-1].copy()
-    codes = np.tile([0, 1], 10)
-    for ranked in ((good, poor, poor), (poor, good, poor), (poor, poor, good)):
-        losses = np.zeros(len(gr.EXPERTS))
-        for expert, P in enumerate(ranked):
-            gr.score(losses, expert, np.tile(P, (10, 1)), codes)
-        assert gr.choose(losses) == next(i for i, P in enumerate(ranked) if P is good)
-    assert gr.GenerativeReadout(2).choice == 0  # no evidence yet: the network
-
-
-def test_an_expert_needs_a_margin_over_the_network():
-    losses = np.array([5.0, 5.0 - gr.CHOICE_MARGIN, 4.0])
-    assert gr.choose(losses) == 0  # level with the margin is not enough
-    losses[1] -= 0.5
-    assert gr.choose(losses) == 1
+def test_the_blend_goes_to_whichever_predicts_the_labels():
+    P_good = np.array([[0.9, 0.1], [0.2, 0.8]])
+    P_poor = P_good[:, ::-1].copy()
+    codes = np.array([0, 1])
+    for P_net, P_readout, a, b in ((P_good, P_poor, 1.0, 0.0), (P_poor, P_good, 0.0, 1.0)):
+        losses = np.zeros(len(gr.BLENDS))
+        gr.score_blends(losses, P_net, P_readout, codes)
+        assert tuple(gr.BLENDS[np.argmin(losses)]) == (a, b)
+    readout = gr.GenerativeReadout(2)
+    assert readout.blend == (1.0, 0.0)  # no evidence yet: the network alone
 
 
 @pytest.mark.parametrize("cls", MODELS)
@@ -150,7 +143,7 @@ def test_on_scarce_led_labels_the_readout_joins_and_every_path_agrees():
     X, y, labeled = _led(6000, 0.01)
     model = DHBM(seed=0)
     model.test_then_train_arrays(X, y, labeled)
-    assert model._readout.choice == 1  # LED is a product-Bernoulli mixture: the units predict
+    assert model._readout.blend[1] > 0  # LED is a product-Bernoulli mixture: it joins
     rows = X[:30]
     P = model.predict_proba_arrays(rows)
     net = model._proba(rows)
@@ -184,8 +177,7 @@ def test_a_bad_switch_is_refused(value):
 
 def test_the_dhbms_one_call_run_equals_its_batches():
     """The one-call run (network and readout each in one kernel call) predicts and learns
-    exactly what predicting then learning each mini-batch does, the experts' switches and the
-    clusters' warm-up fit included."""
+    exactly what predicting then learning each mini-batch does, blend switches included."""
     from test_test_then_train import _assert_same_model, _batch_by_batch
 
     X, y, labeled = _led(8000, 0.01)
@@ -196,46 +188,4 @@ def test_the_dhbms_one_call_run_equals_its_batches():
     expected = _batch_by_batch(reference, X[2000:], y[2000:], labeled[2000:], 20)
     np.testing.assert_array_equal(predicted, expected)
     _assert_same_model(run, reference, X[:50])
-    assert run._readout.choice == 1  # the class units took over in this run
-    assert run._readout.clusters[7][1] == 1  # the clusters were fitted during it
-
-
-def _waveform(n, ratio, seed=0):
-    import streams
-
-    X, y = next(streams.NormalisationFilter(
-        streams.WaveformDrift(seed=seed, has_noise=True)).iter_arrays(n))
-    return X, y, np.random.default_rng(seed).random(n) < ratio
-
-
-def test_the_clusters_fit_their_warm_up_rows_then_follow_the_stream():
-    from river_dhbm import cluster_readout as cr
-
-    X, y, labeled = _waveform(cr.WARM_ROWS + 2000, 0.02)
-    readout = gr.GenerativeReadout(X.shape[1])
-    for _ in range(3):
-        readout.add_class()
-    codes = np.where(labeled, y, -1).astype(np.int64)
-    for start in range(0, cr.WARM_ROWS, 20):
-        assert readout.clusters[7][1] == 0
-        readout.learn(X[start:start + 20], codes[start:start + 20], None, True)
-    weights, _, _, names, _, buffer, _, state = readout.clusters
-    assert state[1] == 1 and buffer.shape[0] == 0  # fitted, the warm-up rows freed
-    assert np.isclose(weights.sum(), cr.WARM_ROWS)
-    assert (weights > 0.01 * cr.WARM_ROWS / cr.CLUSTERS).sum() >= cr.CLUSTERS // 2  # not collapsed
-    assert np.isclose(names.sum(), labeled[: cr.WARM_ROWS].sum())
-    P = readout.cluster_proba(X[-500:])
-    np.testing.assert_allclose(P.sum(axis=1), 1.0)
-    assert (P.argmax(axis=1) == y[-500:]).mean() > 0.6  # the named clusters classify
-
-
-def test_without_unlabeled_rows_the_clusters_wait_for_labels():
-    from river_dhbm import cluster_readout as cr
-
-    X, y, labeled = _waveform(2000, 0.05)
-    readout = gr.GenerativeReadout(X.shape[1], n_classes=3)
-    codes = np.where(labeled, y, -1).astype(np.int64)
-    for start in range(0, 2000, 20):
-        readout.learn(X[start:start + 20], codes[start:start + 20], None, False)
-    assert readout.clusters[7][0] == labeled.sum() < cr.WARM_ROWS  # labeled rows only
-    np.testing.assert_allclose(readout.cluster_proba(X[:3]), 1 / 3)  # uniform before the fit
+    assert run._readout.blend == (0.0, 1.0)  # the readout took over in this run
