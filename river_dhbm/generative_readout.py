@@ -1,5 +1,6 @@
 """The generative readout: class-conditional Bernoulli units on the input, fitted to every row
-by online EM and steered by the labels, blended with the network's own prediction.
+by online EM and steered by the labels, which predict instead of the network when they do
+better on the labeled rows.
 
 Why it exists: the networks predict with a discriminatively trained pass, and what the
 generative terms learn from unlabeled rows does not reach it (measured: `beta` 0, 0.1 and 1
