@@ -89,10 +89,8 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         labeled row of that class (a proxy label), once 50 labeled rows have been seen;
         `None`: no proxy labels.
     generative_readout
-        Whether predictions may blend in the generative readout: class-conditional Bernoulli
-        units on the input, fitted to every row by online EM and named by the labels (see
-        `river_dhbm.generative_readout` and the Notes). It predicts instead of the network
-        while it has the smaller log-loss on the labeled rows seen so far.
+        Whether class-conditional units fitted to every row by online EM may predict instead
+        of the network, when they do better on the labels (`river_dhbm.generative_readout`).
     batch_size
         Instances per update.
     seed
@@ -150,9 +148,8 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     - Confident proxy labels (`confidence=0.9`, after 50 labeled rows): an unlabeled row whose
       prediction reaches 0.9 is learnt as a labeled row of its predicted class. Without them
       (`confidence=None`): LED 0.420 at 0.1 % (0.40 with them), no difference beyond the
-      standard errors elsewhere. Without the label memory they feed back on themselves:
-      LED 0.902 and Waveform 0.664 at 1 % labels (chance), against 0.303 and 0.213 with
-      neither mechanism.
+      standard errors elsewhere. Without the label memory they feed back on themselves (LED
+      0.902, Waveform 0.664 at 1 %: chance; 0.303 and 0.213 with neither mechanism).
     - `learn_unlabeled=False` (the ablation) turns both unlabeled channels off: the proxy
       labels and the likelihood gradient of the unlabeled rows (`beta`). The likelihood
       gradient itself brings nothing measurable: `beta` 0, 0.1 and 1 give the same error
@@ -160,14 +157,10 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
       (0.47 / 0.31 on LED at 0.1 % / 1 %), and so is a recognition network tied to `W^l`
       (0.56 / 0.34). The recognition pass that predicts is trained by the discriminative
       gradient; what the likelihood gradient learns from unlabeled rows does not reach it.
-    - Generative readout (`generative_readout=True`, `river_dhbm.generative_readout`; off
-      under `paper()`): class-conditional Bernoulli units on the input, fitted to every row by
-      EM unrolled over the stream (2 stages from the labels), predict instead of the network
-      while they have the smaller log-loss on the labeled rows so far; the network learns
-      exactly what it learns without them. Stationary LED, seeds 0-4, 0.1 % / 1 % / 10 %
-      labels: 0.316 / 0.259 / 0.259 with it, 0.392 / 0.271 / 0.260 without (Waveform
-      unchanged: the network keeps the predictions there). Its unlabeled rows are the gain over `learn_unlabeled=False` on LED
-      at 0.1 %: 0.316 against 0.364 (both estimators).
+    - Generative readout (`generative_readout`, off under `paper()`; the network learns the
+      same with it or without): on the stationary LED, seeds 0-4, 0.1 % / 1 % / 10 % labels,
+      0.316 / 0.259 / 0.259 with it, 0.392 / 0.271 / 0.260 without; its unlabeled rows are
+      worth 0.316 against 0.364 at 0.1 % (`learn_unlabeled=False`). Waveform: unchanged.
     - Depth: Adam's step is `learning_rate / len(hidden_sizes)`. Adam moves every weight by
       about its step whatever the gradient, so an L-layer stack's output moves about L
       times as far per update as one layer's. With it, 2-4 layers of 32 stay within 0.007
