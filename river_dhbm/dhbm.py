@@ -88,6 +88,9 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         An unlabeled row whose predicted class has at least this probability is learnt as a
         labeled row of that class (a proxy label), once 50 labeled rows have been seen;
         `None`: no proxy labels.
+    dtype
+        Precision of the parameters and of the update's arithmetic: `"float64"`, or
+        `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
     batch_size
         Instances per update.
     seed
@@ -257,6 +260,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         replay: int = 4,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
+        dtype: str = "float64",
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -278,6 +282,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         self.replay = replay
         self.memory_size = memory_size
         self.confidence = confidence
+        self.dtype = dtype
         self._check_common_params()
         self._check_params()
         self._reset_state()
@@ -313,6 +318,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
         _check_choice("optimizer", self.optimizer, _OPTIMIZERS)
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
+        _check_choice("dtype", self.dtype, kernels.DTYPES)
         scarce_labels.check_params(self)
 
     def _current_beta(self) -> float:
@@ -346,16 +352,16 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
         # the kernel makes the proxy labels itself, from the prediction it computes first
         X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False)
+        dtype = self._theta.dtype
+        X = X.astype(dtype, copy=False)
         n = X.shape[0]
         A = int(self._hcum[-1])
         keep = 1.0 - self.dropout
         rng = self._rng
-        mask = (rng.random(n * A) < keep).astype(np.float64) if self.dropout > 0 else self._empty
+        mask = (rng.random(n * A) < keep).astype(dtype) if self.dropout > 0 else self._empty
         M = self._part_x.shape[0]
         if M:
-            part_mask = (
-                (rng.random(M * A) < keep).astype(np.float64) if self.dropout > 0 else self._empty
-            )
+            part_mask = (rng.random(M * A) < keep).astype(dtype) if self.dropout > 0 else self._empty
             draw = rng.standard_normal if self._kind != kernels.SIGMOID else rng.random
             noise_h = draw(M * A)
             noise_v = rng.random(M * self._part_x.shape[1] + M)

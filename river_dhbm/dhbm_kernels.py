@@ -197,7 +197,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
     been seen (`labeled_seen` before this run), as `scarce_labels.learning_batch` does."""
     n = P.shape[0] - replay
     D = X.shape[1]
-    Xa = np.empty((n + replay, D))
+    Xa = np.empty((n + replay, D), X.dtype)
     ya = np.empty(n + replay, dtype=np.int64)
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
@@ -247,7 +247,7 @@ def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, mf_steps, act
     probability `scale`), joint predictor, then `mf_steps` mean-field refinements with `x`
     clamped and the label free (its probabilities feed the hidden layers through `U`)."""
     n = X.shape[0]
-    empty = np.empty(0)
+    empty = np.empty(0, theta.dtype)
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, empty, scale, act)
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
     for s in range(mf_steps):

@@ -32,7 +32,7 @@ from river_dhbm.kernels import (
 def add_outer(A, B, w, scale, out):
     """`out [P, H] += scale * sum_r w[r] A[r]^T B[r]` for `A [n, P]`, `B [n, H]`, `w [n]`."""
     n, P = A.shape
-    Aw = np.empty((n, P))
+    Aw = np.empty((n, P), A.dtype)
     for r in range(n):
         a = scale * w[r]
         for i in range(P):
@@ -177,7 +177,7 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
         for i in range(D):
             part_x[r, i] = 1.0 if noise_v[r * D + i] < xp[r, i] else 0.0
     if n_classes > 0:
-        ybuf = np.empty((M, n_classes))
+        ybuf = np.empty((M, n_classes), part_h.dtype)
         joint_proba(part_h, M, theta, off, sizes, hcum, n_classes, ybuf)
         add_rows(ybuf, wvec, 1.0, borrow(grad, off[L, 1], (n_classes,)))
         for r in range(M):
