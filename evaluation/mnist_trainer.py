@@ -122,7 +122,8 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
     `make_model(spec, n_features, n_classes)` builds the model (default `build_model`);
     `progress(n)` is called with the number of updates done since its last call, and every
     `validate_every` updates (None: never) as `progress(n, error)` with the current
-    validation error (for the progress bar; the model is only read).
+    validation error (for the progress bar; the model is only read), and with the final one
+    as `progress(0, error)`.
     """
     start = time.perf_counter()
     labeled, validation, unlabeled = split_indices(
@@ -165,6 +166,8 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
         "unlabeled_rows": len(unlabeled),
         "seconds": time.perf_counter() - start,
     }
+    if progress is not None and validate_every:  # the final figure (short runs show only it)
+        progress(0, result["validation_error"])
     return result
 
 

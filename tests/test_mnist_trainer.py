@@ -101,8 +101,8 @@ def test_progress_reports_the_validation_error_along_the_way():
                              validate_every=20, progress=lambda *a: calls.append(a))
     assert sum(c[0] for c in calls) == result["updates"] == 1150 // 15
     errors = [c[1] for c in calls if len(c) == 2]
-    assert len(errors) == result["updates"] // 20 and all(0.0 <= e <= 1.0 for e in errors)
-    assert errors[-1] < 0.5  # learning: chance is 0.9
+    assert len(errors) == result["updates"] // 20 + 1 and all(0.0 <= e <= 1.0 for e in errors)
+    assert calls[-1] == (0, result["validation_error"]) and errors[-1] < 0.5  # chance: 0.9
     quiet = []
     mnist.run_trial(spec, data, make_model=stand_in, progress=lambda *a: quiet.append(a))
     assert all(len(c) == 1 for c in quiet)

@@ -73,3 +73,13 @@ def test_invalid_dtype_fails_in_init():
         with pytest.raises(ValueError, match="dtype"):
             cls(dtype="float16")
 
+
+
+def test_single_precision_test_then_train_runs_in_one_call_too():
+    # the defaults' fused prequential run (label memory, proxy labels) in single precision
+    X, y, labeled = _stream()
+    double, single = DHBM(hidden_sizes=(8,), seed=2), DHBM(hidden_sizes=(8,), seed=2,
+                                                            dtype="float32")
+    p64 = double.test_then_train_arrays(X, y, labeled)
+    p32 = single.test_then_train_arrays(X, y, labeled)
+    assert single._theta.dtype == np.float32 and (p32 == p64).mean() > 0.95
