@@ -9,6 +9,7 @@ each.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import itertools
 import os
@@ -69,7 +70,8 @@ class TrialSpec:
 
     `beta_schedule` is eq. 17's `(T1, T2)` in labeled epochs; the model gets it in updates.
     `max_train` caps the unlabeled rows used (None: all); grid-search runs skip the test
-    images (`score_test` False). `split_seed` fixes which images are
+    images (`score_test` False); `keep_best` scores the checkpoint of the lowest validation
+    error (`run_trial`). `split_seed` fixes which images are
     labeled and held out, `seed` the model and the order of the mini-batches.
     """
 
@@ -86,6 +88,7 @@ class TrialSpec:
     beta_schedule: tuple | None = (3, 300)
     max_train: int | None = None
     score_test: bool = True
+    keep_best: bool = False
 
     def updates_per_labeled_epoch(self) -> float:
         return self.labels / self.labeled_per_batch
@@ -121,9 +124,11 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
 
     `make_model(spec, n_features, n_classes)` builds the model (default `build_model`);
     `progress(n)` is called with the number of updates done since its last call, and every
-    `validate_every` updates (None: never) as `progress(n, error)` with the current
-    validation error (for the progress bar; the model is only read), and with the final one
-    as `progress(0, error)`.
+    `validate_every` updates (None: never; `VALIDATE_EVERY` when `spec.keep_best`) as
+    `progress(n, error)` with the current validation error, and with the final one as
+    `progress(0, error)`. The checks are in the result's `curve`, `[(updates, error)]`.
+    With `spec.keep_best` the model scored on the test images is the one of the lowest
+    validation error among the checks and the end (`stopped_at` its update count).
     """
     start = time.perf_counter()
     labeled, validation, unlabeled = split_indices(
@@ -138,7 +143,19 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
     per_batch = (spec.labeled_per_batch, spec.unlabeled_per_batch)
     mask = np.r_[np.ones(per_batch[0], bool), np.zeros(per_batch[1], bool)]
     plan = batch_plan(labeled, unlabeled, spec.epochs, per_batch, rng)
-    updates = 0
+    if spec.keep_best and not validate_every:
+        validate_every = VALIDATE_EVERY
+    updates, curve, best = 0, [], None
+    report = progress or (lambda n, error=None: None)
+
+    def check():
+        nonlocal best
+        error = error_rate(model, X[validation], y[validation])
+        curve.append((updates, error))
+        if spec.keep_best and (best is None or error < best[0]):
+            best = (error, updates, copy.deepcopy(model))
+        return error
+
     while True:
         # Whole mini-batches, many per call: the model's buffer cuts them where we did.
         block = list(itertools.islice(plan, chunk_updates))
@@ -147,27 +164,33 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
         rows = np.concatenate([np.r_[lab, unlab] for lab, unlab in block])
         model.learn_arrays(pixels(X[rows]), y[rows], np.tile(mask, len(block)))
         updates += len(block)
-        if progress is None:
-            continue
-        if validate_every and updates % validate_every < len(block):
-            progress(len(block), error_rate(model, X[validation], y[validation]))
+        if validate_every and updates % validate_every < len(block) and (
+                progress is not None or spec.keep_best):
+            report(len(block), check())
         else:
-            progress(len(block))
+            report(len(block))
+    final = check() if not curve or curve[-1][0] != updates else curve[-1][1]
+    if best is not None and best[0] < final:
+        final, stopped_at, model = best
+    else:
+        stopped_at = updates
     result = {
         "model": spec.model,
         "trial": spec.trial,
         "seed": spec.seed,
         "learning_rate": spec.params.get("learning_rate"),
         "beta": spec.params.get("beta"),
-        "validation_error": error_rate(model, X[validation], y[validation]),
+        "validation_error": final,
         "test_error": (error_rate(model, data.test_images, data.test_labels)
                        if spec.score_test else float("nan")),
         "updates": updates,
+        "stopped_at": stopped_at,
         "unlabeled_rows": len(unlabeled),
         "seconds": time.perf_counter() - start,
+        "curve": curve,
     }
-    if progress is not None and validate_every:  # the final figure (short runs show only it)
-        progress(0, result["validation_error"])
+    if validate_every:  # the final figure (short runs show only it)
+        report(0, final)
     return result
 
 

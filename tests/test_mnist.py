@@ -177,3 +177,22 @@ def test_cli_malformed_data_is_one_line_and_exit_2(tmp_path, capsys, damage):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert "t10k-images-idx3-ubyte" in err and not (tmp_path / "o").exists()
+
+
+def test_cli_keep_best_writes_the_curves_and_the_checkpoint(tmp_path):
+    import pandas as pd
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    digits_as_mnist(data_dir)
+    config = tmp_path / "tiny.toml"
+    config.write_text(CONFIG.format(model="dhda", extra="").replace("trials = 2", "trials = 1")
+                      .replace("learning_rate = [0.05, 0.11]", "learning_rate = [0.11]"))
+    out = tmp_path / "out"
+    args = parse(["mnist", "--data", str(data_dir), "--config", str(config), "--out", str(out),
+                  "--quiet", "--keep-best"])
+    assert mnist.run(args) == 0
+    results, curves = pd.read_csv(out / "results.csv"), pd.read_csv(out / "curves.csv")
+    assert list(curves.columns) == ["trial", "updates", "validation_error"]
+    assert results["validation_error"][0] == curves["validation_error"].min()
+    assert results["stopped_at"][0] in set(curves["updates"])

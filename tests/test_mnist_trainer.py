@@ -120,3 +120,23 @@ def test_progress_bar_shows_each_runs_latest_validation_error():
     silent = _Progress(100, "trials", quiet=True)
     silent.update(5, 0.5, 0)
     assert silent.bar is None
+
+
+def test_keep_best_scores_the_checkpoint_of_the_lowest_validation_error():
+    import dataclasses
+
+    data = digits_as_mnist()
+    spec = mnist.TrialSpec(model="standin", trial=0, seed=5, split_seed=6, labels=50,
+                           validation=200, epochs=2, labeled_per_batch=5, unlabeled_per_batch=15,
+                           params={"learning_rate": 30.0})  # noisy: best before the end
+    last = mnist.run_trial(spec, data, make_model=stand_in, chunk_updates=10, validate_every=10,
+                           progress=lambda *a: None)
+    best = mnist.run_trial(dataclasses.replace(spec, keep_best=True), data, make_model=stand_in,
+                           chunk_updates=10, validate_every=10)
+    assert best["curve"] == last["curve"] and len(best["curve"]) == 2 * (1150 // 15) // 10 + 1
+    lowest = min(e for _, e in best["curve"])
+    assert best["validation_error"] == lowest <= last["validation_error"]
+    assert (best["stopped_at"], lowest) in best["curve"] and last["stopped_at"] == last["updates"]
+    assert best["stopped_at"] < best["updates"] and best["test_error"] != last["test_error"]
+    quiet = mnist.run_trial(dataclasses.replace(spec, keep_best=True), data, make_model=stand_in)
+    assert [u for u, _ in quiet["curve"]] == [quiet["updates"]]  # checks every 1,000 updates
