@@ -215,9 +215,8 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
       settle, their statistics are noise, and that noise random-walks the weights (mean
       |W^2| 0.031 -> 0.097 in 600 updates, flat under MF) until the clamped mean-field
       posteriors, and the recognition network trained to match them, carry nothing about
-      the digit. Particles
-      without masks (`particle_dropout=False`, the MNIST configs) sample the whole machine
-      and learn: 26 / 30 %. The positive phase keeps its masks, so its statistics are
+      the digit. Particles without masks (`particle_dropout=False`, the MNIST config)
+      sample the whole machine and learn: 26 / 30 %. The positive phase keeps its masks, so its statistics are
       smaller than the particles' and the hidden units turn sparse (mean activity 0.03).
       What did less: 100 particles with masks (66 %), step 0.01 (71 %), 3 sweeps per
       update without masks (29 %, about 1 ms per sweep), `U`'s statistics from the data's
