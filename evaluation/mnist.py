@@ -120,6 +120,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     p.add_argument("--out", type=Path, help="output directory (default results/mnist-<model>)")
+    p.add_argument("--keep-best", action="store_true",
+                   help="score each trial's checkpoint of the lowest validation error (checked "
+                   "every 1,000 updates and at the end) instead of its final model")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
     return p
@@ -137,6 +140,8 @@ def load_settings(args) -> dict:
         raise ValueError(f"Invalid config {str(path)!r}: {e}") from None
     s.setdefault("params", {})
     s.setdefault("grid", {})
+    if getattr(args, "keep_best", False):
+        s["keep_best"] = True
     s["config"] = str(path)
     if args.config:
         s["model"] = s.get("model", args.model)
@@ -170,6 +175,7 @@ def make_specs(s: dict) -> tuple[list[TrialSpec], list[TrialSpec]]:
         labeled_per_batch=s.get("labeled_per_batch", 10),
         unlabeled_per_batch=s.get("unlabeled_per_batch", 10),
         beta_schedule=tuple(s["beta_schedule"]) if s.get("beta_schedule") else None,
+        keep_best=bool(s.get("keep_best", False)),
     )
     base = s["seed"]
     grid = s["grid"]
@@ -196,9 +202,11 @@ def make_specs(s: dict) -> tuple[list[TrialSpec], list[TrialSpec]]:
 
 #: Settings that must agree between a run and the run whose results it `--append`s to.
 SAME_SETTINGS = ("model", "labels", "validation", "epochs", "labeled_per_batch",
-                 "unlabeled_per_batch", "beta_schedule", "max_train", "params", "seed")
+                 "unlabeled_per_batch", "beta_schedule", "max_train", "params", "seed",
+                 "keep_best")
 
-_RESULT_TYPES = {"trial": int, "seed": int, "updates": int, "unlabeled_rows": int,
+_RESULT_TYPES = {"trial": int, "seed": int, "updates": int, "stopped_at": int,
+                 "unlabeled_rows": int,
                  "learning_rate": float, "beta": float, "validation_error": float,
                  "test_error": float, "seconds": float}
 

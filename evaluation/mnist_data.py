@@ -11,6 +11,7 @@ import dataclasses
 import gzip
 import math
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -52,8 +53,10 @@ def _read_bytes(path: Path) -> bytes:
     try:
         with opener(path, "rb") as f:
             return f.read()
-    except (gzip.BadGzipFile, EOFError) as e:
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise ValueError(f"{str(path)!r} is not a valid gzip file: {e}") from None
+    except OSError as e:  # unreadable: permissions, a directory of that name, I/O errors
+        raise ValueError(f"{str(path)!r} cannot be read: {e.strerror or e}") from None
 
 
 def read_idx(path) -> np.ndarray:
@@ -139,6 +142,9 @@ def load_mnist(directory=None) -> MNIST:
         directory = os.environ.get(ENV_VAR) or None
     paths = find_files(directory)
     train_x, test_x = _images(read_idx(paths[0]), paths[0]), _images(read_idx(paths[2]), paths[2])
+    if train_x.shape[1] != test_x.shape[1]:
+        raise ValueError(f"{str(paths[2])!r} holds images of {test_x.shape[1]} pixels, the "
+                         f"training images {train_x.shape[1]}")
     return MNIST(
         train_images=train_x,
         train_labels=_labels(read_idx(paths[1]), paths[1], len(train_x)),

@@ -31,7 +31,7 @@ PAPER_ROWS = [
 
 RESULT_COLUMNS = [
     "model", "trial", "seed", "learning_rate", "beta", "validation_error", "test_error",
-    "updates", "unlabeled_rows", "seconds",
+    "updates", "stopped_at", "unlabeled_rows", "seconds",
 ]
 
 
@@ -79,7 +79,8 @@ def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
 
 
 def write_outputs(out: Path, results, selection, settings: dict) -> list[Path]:
-    """results.csv, selection.csv, summary.md and settings.json in `out`."""
+    """results.csv, selection.csv, summary.md, settings.json and, when the runs recorded
+    their validation errors along the way (`curve`), curves.csv in `out`."""
     text = summary_markdown(summarise(results))
     jobs = [
         (out / "results.csv", lambda p: _write_csv(p, results, RESULT_COLUMNS)),
@@ -89,4 +90,9 @@ def write_outputs(out: Path, results, selection, settings: dict) -> list[Path]:
     ]
     if selection:
         jobs.append((out / "selection.csv", lambda p: _write_csv(p, selection, RESULT_COLUMNS)))
+    points = [{"trial": r["trial"], "updates": u, "validation_error": e}
+              for r in results for u, e in r.get("curve") or ()]
+    if points:
+        jobs.append((out / "curves.csv", lambda p: _write_csv(
+            p, points, ["trial", "updates", "validation_error"])))
     return atomic_write_all(jobs)

@@ -9,6 +9,7 @@ each.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import itertools
 import os
@@ -69,7 +70,8 @@ class TrialSpec:
 
     `beta_schedule` is eq. 17's `(T1, T2)` in labeled epochs; the model gets it in updates.
     `max_train` caps the unlabeled rows used (None: all); grid-search runs skip the test
-    images (`score_test` False). `split_seed` fixes which images are
+    images (`score_test` False); `keep_best` scores the checkpoint of the lowest validation
+    error (`run_trial`). `split_seed` fixes which images are
     labeled and held out, `seed` the model and the order of the mini-batches.
     """
 
@@ -86,6 +88,7 @@ class TrialSpec:
     beta_schedule: tuple | None = (3, 300)
     max_train: int | None = None
     score_test: bool = True
+    keep_best: bool = False
 
     def updates_per_labeled_epoch(self) -> float:
         return self.labels / self.labeled_per_batch
@@ -116,11 +119,16 @@ def build_model(spec: TrialSpec, n_features: int, n_classes: int):
 
 
 def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
-              chunk_updates: int = 50) -> dict:
+              chunk_updates: int = 50, validate_every: int | None = None) -> dict:
     """Train one model per `spec` on `data`, return its validation and test errors.
 
     `make_model(spec, n_features, n_classes)` builds the model (default `build_model`);
-    `progress(n)` is called with the number of updates done since its last call.
+    `progress(n)` is called with the number of updates done since its last call, and every
+    `validate_every` updates (None: never; `VALIDATE_EVERY` when `spec.keep_best`) as
+    `progress(n, error)` with the current validation error, and with the final one as
+    `progress(0, error)`. The checks are in the result's `curve`, `[(updates, error)]`.
+    With `spec.keep_best` the model scored on the test images is the one of the lowest
+    validation error among the checks and the end (`stopped_at` its update count).
     """
     start = time.perf_counter()
     labeled, validation, unlabeled = split_indices(
@@ -135,7 +143,19 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
     per_batch = (spec.labeled_per_batch, spec.unlabeled_per_batch)
     mask = np.r_[np.ones(per_batch[0], bool), np.zeros(per_batch[1], bool)]
     plan = batch_plan(labeled, unlabeled, spec.epochs, per_batch, rng)
-    updates = 0
+    if spec.keep_best and not validate_every:
+        validate_every = VALIDATE_EVERY
+    updates, curve, best = 0, [], None
+    report = progress or (lambda n, error=None: None)
+
+    def check():
+        nonlocal best
+        error = error_rate(model, X[validation], y[validation])
+        curve.append((updates, error))
+        if spec.keep_best and (best is None or error < best[0]):
+            best = (error, updates, copy.deepcopy(model))
+        return error
+
     while True:
         # Whole mini-batches, many per call: the model's buffer cuts them where we did.
         block = list(itertools.islice(plan, chunk_updates))
@@ -144,21 +164,33 @@ def run_trial(spec: TrialSpec, data: MNIST, make_model=None, progress=None,
         rows = np.concatenate([np.r_[lab, unlab] for lab, unlab in block])
         model.learn_arrays(pixels(X[rows]), y[rows], np.tile(mask, len(block)))
         updates += len(block)
-        if progress is not None:
-            progress(len(block))
+        if validate_every and updates % validate_every < len(block) and (
+                progress is not None or spec.keep_best):
+            report(len(block), check())
+        else:
+            report(len(block))
+    final = check() if not curve or curve[-1][0] != updates else curve[-1][1]
+    if best is not None and best[0] < final:
+        final, stopped_at, model = best
+    else:
+        stopped_at = updates
     result = {
         "model": spec.model,
         "trial": spec.trial,
         "seed": spec.seed,
         "learning_rate": spec.params.get("learning_rate"),
         "beta": spec.params.get("beta"),
-        "validation_error": error_rate(model, X[validation], y[validation]),
+        "validation_error": final,
         "test_error": (error_rate(model, data.test_images, data.test_labels)
                        if spec.score_test else float("nan")),
         "updates": updates,
+        "stopped_at": stopped_at,
         "unlabeled_rows": len(unlabeled),
         "seconds": time.perf_counter() - start,
+        "curve": curve,
     }
+    if validate_every:  # the final figure (short runs show only it)
+        report(0, final)
     return result
 
 
@@ -202,13 +234,19 @@ def _single_threaded_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
+#: Updates between two validation errors on the progress bar (about 10 s of a trial, the
+#: 1,000 validation images cost about 0.1 s).
+VALIDATE_EVERY = 1000
+
+
 def _worker(spec: TrialSpec, directory: str, queue, index: int) -> dict:
     data = _DATA_CACHE.get(directory)
     if data is None:
         data = _DATA_CACHE[directory] = load_mnist(directory)
-    report = None if queue is None else (lambda n: queue.put((index, n)))
+    report = None if queue is None else (lambda n, e=None: queue.put((index, n, e)))
     with _single_threaded_blas():
-        return run_trial(spec, data, progress=report)
+        return run_trial(spec, data, progress=report,
+                         validate_every=None if queue is None else VALIDATE_EVERY)
 
 
 def _blas_threads() -> int | None:
@@ -222,19 +260,28 @@ def _blas_threads() -> int | None:
 
 
 class _Progress:
-    """One bar of updates over all the runs of a stage; nothing when quiet."""
+    """One bar of updates over all the runs of a stage, with the latest validation error of
+    each run that reported one; nothing when quiet."""
 
-    def __init__(self, total: int, desc: str, quiet: bool):
+    def __init__(self, total: int, desc: str, quiet: bool, names=()):
         self.bar = None
+        self.names = list(names)
+        self.errors: dict = {}
         if not quiet:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total, desc=desc, unit="upd", unit_scale=True,
                             dynamic_ncols=True, file=sys.stderr)
 
-    def update(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
+    def update(self, n: int, error: float | None = None, index: int = 0) -> None:
+        if self.bar is None:
+            return
+        if error is not None:
+            self.errors[index] = error
+            self.bar.set_postfix_str(", ".join(
+                f"{self.names[i] if i < len(self.names) else i}: val {100 * e:.1f} %"
+                for i, e in sorted(self.errors.items())[-4:]), refresh=False)
+        self.bar.update(n)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -249,12 +296,18 @@ def run_specs(specs, data: MNIST, directory: str | None, jobs: int, desc: str, q
     trials behind if it is cut off).
     """
     specs = list(specs)
-    bar = _Progress(sum(planned_updates(s, len(data.train_labels)) for s in specs), desc, quiet)
+    names = [f"trial {s.trial}" if s.trial >= 0 else
+             f"lr {s.params.get('learning_rate')} beta {s.params.get('beta')}" for s in specs]
+    bar = _Progress(sum(planned_updates(s, len(data.train_labels)) for s in specs), desc, quiet,
+                    names)
+    every = None if quiet else VALIDATE_EVERY
     try:
         if jobs <= 1 or len(specs) == 1 or directory is None:
             results = []
-            for s in specs:
-                results.append(run_trial(s, data, make_model, progress=bar.update))
+            for i, s in enumerate(specs):
+                results.append(run_trial(
+                    s, data, make_model, validate_every=every,
+                    progress=lambda n, e=None, i=i: bar.update(n, e, i)))
                 if on_result is not None:
                     on_result(results[-1])
             return results
@@ -295,7 +348,8 @@ def _run_processes(specs, directory, jobs, bar, on_result=None) -> list:
                 done, _ = futures.wait(pending, timeout=0.5, return_when=futures.FIRST_COMPLETED)
                 while queue is not None:
                     try:
-                        bar.update(queue.get_nowait()[1])
+                        index, n, error = queue.get_nowait()
+                        bar.update(n, error, index)
                     except queue_module.Empty:
                         break
                 for f in done:

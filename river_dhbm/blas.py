@@ -2,8 +2,8 @@
 
 `np.dot` inside Numba calls BLAS but always overwrites its output; the kernels accumulate
 gradients (`C += A^T B`) and top-down terms (`C += A B^T`). This module reaches the same BLAS
-entry point as Numba's own `np.dot` (`numba_xxgemm`, SciPy's `dgemm`) with the `alpha`,
-`beta` and transpose arguments exposed. The call goes through a named symbol, not a raw
+entry point as Numba's own `np.dot` (`numba_xxgemm`, SciPy's `dgemm`, or `sgemm` for float32
+operands) with the `alpha`, `beta` and transpose arguments exposed. The call goes through a named symbol, not a raw
 address, so kernels using it stay cacheable on disk.
 """
 
@@ -12,48 +12,60 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
+from numba.core import cgutils, errors
 from numba.extending import intrinsic, overload
 
 _NO_TRANSPOSE, _TRANSPOSE = ord("n"), ord("t")
 
 
-@intrinsic
-def _dgemm(typingctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
-    """Column-major (Fortran) `dgemm` on raw addresses (`a`, `b`, `c`); `alpha` and `beta`
-    are float64 values, passed by reference from the stack (no allocation per call)."""
-    from numba.np.linalg import ensure_blas
+def _xgemm(letter: str, scalar):
+    """The intrinsic calling `numba_xxgemm` for BLAS type `letter` ("d", "s") whose `alpha`
+    and `beta` are `scalar` values (float64, float32), passed by reference from the stack."""
 
-    ensure_blas()  # imports scipy.linalg.cython_blas, which numba_xxgemm resolves dgemm from
-    intp = types.intp
-    sig = types.int32(types.uint8, types.uint8, intp, intp, intp, types.float64, intp, intp,
-                      intp, intp, types.float64, intp, intp)
+    @intrinsic
+    def xgemm(typingctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        from numba.np.linalg import ensure_blas
 
-    def codegen(context, builder, signature, args):
-        char = ir.IntType(8)
-        intp = context.get_value_type(types.intp)
-        ptr = char.as_pointer()
-        fnty = ir.FunctionType(
-            ir.IntType(32),
-            [char, char, char, intp, intp, intp, ptr, ptr, intp, ptr, intp, ptr, ptr, intp],
-        )
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemm")
-        ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc = args
+        ensure_blas()  # imports scipy.linalg.cython_blas, which numba_xxgemm resolves from
+        intp = types.intp
+        sig = types.int32(types.uint8, types.uint8, intp, intp, intp, types.float64, intp, intp,
+                          intp, intp, types.float64, intp, intp)
 
-        def p(v):
-            return builder.inttoptr(v, ptr)
+        def codegen(context, builder, signature, args):
+            char = ir.IntType(8)
+            intp = context.get_value_type(types.intp)
+            ptr = char.as_pointer()
+            fnty = ir.FunctionType(
+                ir.IntType(32),
+                [char, char, char, intp, intp, intp, ptr, ptr, intp, ptr, intp, ptr, ptr, intp],
+            )
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemm")
+            ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc = args
 
-        def by_reference(value):
-            return builder.bitcast(cgutils.alloca_once_value(builder, value), ptr)
+            def p(v):
+                return builder.inttoptr(v, ptr)
 
-        kind = ir.Constant(char, ord("d"))
-        return builder.call(
-            fn,
-            (kind, ta, tb, m, n, k, by_reference(alpha), p(a), lda, p(b), ldb,
-             by_reference(beta), p(c), ldc),
-        )
+            def by_reference(value):
+                if scalar is types.float32:
+                    value = builder.fptrunc(value, context.get_value_type(types.float32))
+                return builder.bitcast(cgutils.alloca_once_value(builder, value), ptr)
 
-    return sig, codegen
+            kind = ir.Constant(char, ord(letter))
+            return builder.call(
+                fn,
+                (kind, ta, tb, m, n, k, by_reference(alpha), p(a), lda, p(b), ldb,
+                 by_reference(beta), p(c), ldc),
+            )
+
+        return sig, codegen
+
+    return xgemm
+
+
+#: Column-major (Fortran) `dgemm` / `sgemm` on raw addresses (`a`, `b`, `c`); `alpha` and
+#: `beta` are float64 values (rounded to float32 for `sgemm`), passed by reference.
+_dgemm = _xgemm("d", types.float64)
+_sgemm = _xgemm("s", types.float32)
 
 
 # Small helpers are inlined in Numba's IR: a call that passes an array costs an atomic
@@ -69,23 +81,23 @@ def _call_dgemm(A, B, C, alpha, beta, trans_a, trans_b, k):
     """BLAS on C-contiguous operands that outlive the call. A row-major C is the column-major
     C^T = op(B)^T op(A)^T: the operands are swapped."""
     m, n = C.shape
-    status = _dgemm(
-        np.uint8(_TRANSPOSE if trans_b else _NO_TRANSPOSE),
-        np.uint8(_TRANSPOSE if trans_a else _NO_TRANSPOSE),
-        n, m, k,
-        float(alpha),
-        B.ctypes.data, max(1, B.shape[1]),
-        A.ctypes.data, max(1, A.shape[1]),
-        float(beta),
-        C.ctypes.data, max(1, n),
-    )
+    ta = np.uint8(_TRANSPOSE if trans_b else _NO_TRANSPOSE)
+    tb = np.uint8(_TRANSPOSE if trans_a else _NO_TRANSPOSE)
+    lb, la, lc = max(1, B.shape[1]), max(1, A.shape[1]), max(1, n)
+    if C.itemsize == 4:  # the operands share C's dtype (checked when `gemm` is typed)
+        status = _sgemm(ta, tb, n, m, k, float(alpha), B.ctypes.data, lb, A.ctypes.data, la,
+                        float(beta), C.ctypes.data, lc)
+    else:
+        status = _dgemm(ta, tb, n, m, k, float(alpha), B.ctypes.data, lb, A.ctypes.data, la,
+                        float(beta), C.ctypes.data, lc)
     if status != 0:
-        raise RuntimeError("gemm: SciPy's BLAS dgemm could not be called")
+        raise RuntimeError("gemm: SciPy's BLAS gemm could not be called")
 
 
 @njit(cache=True)
 def gemm(A, B, C, alpha, beta, trans_a, trans_b):
-    """`C [m, n] = alpha * op(A) @ op(B) + beta * C` for float64 2-d arrays, `op(A)` being
+    """`C [m, n] = alpha * op(A) @ op(B) + beta * C` for 2-d arrays all float64 or all float32
+    (`dgemm` or `sgemm`; mixed dtypes do not compile), `op(A)` being
     `A.T` when `trans_a` (likewise `B`). `C` must be C-contiguous; `A`, `B` are copied if not.
     With `beta == 0`, `C`'s old values are ignored (NaN included), as in BLAS."""
     m, n = C.shape
@@ -115,6 +127,9 @@ def _product(A, B, C, alpha, beta, trans_a, trans_b, k):
 def _product_for_layouts(A, B, C, alpha, beta, trans_a, trans_b, k):
     """Operands typed C-contiguous (every kernel's views are) go straight to BLAS; only other
     layouts compile the check and the copying path (`_gemm_copies`): a shorter first use."""
+    if not (A.dtype == B.dtype == C.dtype) or C.dtype not in (types.float64, types.float32):
+        raise errors.TypingError(f"gemm: operands must be all float64 or all float32, got "
+                                 f"{A.dtype}, {B.dtype}, {C.dtype}")
     if A.layout == "C" and B.layout == "C":
 
         def direct(A, B, C, alpha, beta, trans_a, trans_b, k):

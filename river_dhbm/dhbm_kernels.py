@@ -70,7 +70,8 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
     6. likelihood gradient: positive statistics `(X, mu, T)`; negative statistics from one
        free-running mean-field step (`estimator` MF: `xrec = sigmoid(mu^1 W^1^T + c)`,
        `Y = p(y | mu)` soft, then one clamped sweep from `mu` given `(xrec, Y)` -> `neg`)
-       or from the persistent particles (`estimator` SAP, see `sap_sweep`);
+       or from the persistent particles (`estimator` SAP, see `sap_sweep`: as many sweeps as
+       `noise_h` holds draws for, the statistics from the last);
     7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
        or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
        `step >= 1`, see `adam_step`).
@@ -169,8 +170,14 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
         for r in range(n):
             wsum += wrow[r]
         M = part_x.shape[0]
-        sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wsum / M, theta, theta_t,
-                  grad, off, sizes, hcum, C, kind, zbuf)
+        # `noise_h, noise_v` hold the draws of K sweeps; the statistics are the last one's
+        K = noise_h.shape[0] // (M * hcum[L])
+        for s in range(K):
+            sap_sweep(part_x, part_h, part_y, part_mask,
+                      borrow(noise_h, s * M * hcum[L], (M * hcum[L],)),
+                      borrow(noise_v, s * (M * D + M), (M * D + M,)),
+                      wsum / M if s == K - 1 else 0.0, theta, theta_t, grad, off, sizes, hcum, C,
+                      kind, zbuf)
 
     if moments.size > 0:
         adam_step(theta, grad, moments, lr, step)
@@ -198,7 +205,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
     `P_rows [len(X), C]` (or empty) receives every row's prediction too."""
     n = P.shape[0] - replay
     D = X.shape[1]
-    Xa = np.empty((n + replay, D))
+    Xa = np.empty((n + replay, D), X.dtype)
     ya = np.empty(n + replay, dtype=np.int64)
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
@@ -251,7 +258,7 @@ def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, mf_steps, act
     probability `scale`), joint predictor, then `mf_steps` mean-field refinements with `x`
     clamped and the label free (its probabilities feed the hidden layers through `U`)."""
     n = X.shape[0]
-    empty = np.empty(0)
+    empty = np.empty(0, theta.dtype)
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, empty, scale, act)
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
     for s in range(mf_steps):

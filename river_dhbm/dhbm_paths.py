@@ -21,7 +21,7 @@ class DHBMPaths:
         if self.dropout > 0 or not self._classes:
             return super()._predict_update(X, y)
         self._update(X, y)
-        return self._work["P"][: len(X)].copy()
+        return self._work["P"][: len(X)].astype(np.float64)
 
     def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         # Mean-field estimator without dropout: nothing random, so the whole run of
@@ -29,6 +29,7 @@ class DHBMPaths:
         # quarter of the update).
         if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
             return super()._test_then_train_run(X, codes)
+        X = X.astype(self._theta.dtype, copy=False)
         n_batches = len(X) // self.batch_size
         if self.beta_schedule is None:
             betas = np.full(n_batches, float(self.beta))
@@ -66,14 +67,15 @@ class DHBMPaths:
             P = np.empty((1, len(self._classes)))
             self._proba_one(X, P)
             return P
-        act = np.empty(n * int(self._hcum[-1]))
-        zbuf = np.empty(n * int(self._sizes.max()))
-        P = np.empty((n, len(self._classes)))
+        t = self._theta.dtype
+        act = np.empty(n * int(self._hcum[-1]), t)
+        zbuf = np.empty(n * int(self._sizes.max()), t)
+        P = np.empty((n, len(self._classes)), t)
         dhbm_kernels.dhbm_proba(
-            X, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
-            1.0 - self.dropout, 0, act, zbuf, P,
+            X.astype(t, copy=False), self._theta, self._off, self._sizes, self._hcum,
+            len(self._classes), self._kind, 1.0 - self.dropout, 0, act, zbuf, P,
         )
-        return P
+        return P.astype(np.float64, copy=False)
 
     def _proba_row(self, row: np.ndarray) -> list:
         # one row with every buffer preallocated (the output in the scratch `_work`, which is

@@ -32,7 +32,7 @@ from river_dhbm.kernels import (
 def add_outer(A, B, w, scale, out):
     """`out [P, H] += scale * sum_r w[r] A[r]^T B[r]` for `A [n, P]`, `B [n, H]`, `w [n]`."""
     n, P = A.shape
-    Aw = np.empty((n, P))
+    Aw = np.empty((n, P), A.dtype)
     for r in range(n):
         a = scale * w[r]
         for i in range(P):
@@ -127,7 +127,8 @@ def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
 def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, theta_t, grad,
               off, sizes, hcum, n_classes, kind, zbuf):
     """Advance the `M` persistent particles by one block Gibbs sweep and subtract their
-    (Rao-Blackwellised) statistics, each weighted `wneg`, from the likelihood gradient.
+    (Rao-Blackwellised) statistics, each weighted `wneg`, from the likelihood gradient
+    (`wneg == 0`: the particles move, nothing is added).
 
     Order: `h^1 .. h^L` (each given the current state of its neighbours and `y`), then `x`
     given `h^1`, then `y` given all `h`. Each block's statistics pair its conditional
@@ -166,20 +167,24 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
                     s *= m[r, j]
                 z[r, j] = p
                 state[r, j] = s
+        if wneg == 0.0:  # a sweep that only moves the particles
+            continue
         add_outer(below, z, wvec, 1.0, matrix(grad, off, sizes, l, COL_W))
         add_rows(z, wvec, 1.0, vector(grad, off, sizes, l, COL_B))
         if n_classes > 0:
             add_outer(z, part_y, wvec, 1.0, label_weights(grad, off, sizes, l, n_classes))
     xp = borrow(zbuf, 0, (M, D))
     reconstruct(layer(part_h, hcum, M, 0), theta, theta_t, off, sizes, xp)
-    add_rows(xp, wvec, 1.0, borrow(grad, off[L, 0], (D,)))
+    if wneg != 0.0:
+        add_rows(xp, wvec, 1.0, borrow(grad, off[L, 0], (D,)))
     for r in range(M):
         for i in range(D):
             part_x[r, i] = 1.0 if noise_v[r * D + i] < xp[r, i] else 0.0
     if n_classes > 0:
-        ybuf = np.empty((M, n_classes))
+        ybuf = np.empty((M, n_classes), part_h.dtype)
         joint_proba(part_h, M, theta, off, sizes, hcum, n_classes, ybuf)
-        add_rows(ybuf, wvec, 1.0, borrow(grad, off[L, 1], (n_classes,)))
+        if wneg != 0.0:
+            add_rows(ybuf, wvec, 1.0, borrow(grad, off[L, 1], (n_classes,)))
         for r in range(M):
             u = noise_v[M * D + r]
             pick = n_classes - 1

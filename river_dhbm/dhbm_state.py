@@ -27,7 +27,7 @@ class DHBMState:
     def _reset_state(self) -> None:
         super()._reset_state()
         self._theta = None
-        self._empty = np.zeros(0)
+        self._empty = np.zeros(0, self.dtype)
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
@@ -35,15 +35,16 @@ class DHBMState:
         self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
         self._estimator = ESTIMATORS[self.estimator]
         self._off = kernels.param_layout(self._sizes, 0)
-        theta = np.zeros(self._off[-1, 2])
+        dtype = np.dtype(self.dtype)
+        theta = np.zeros(self._off[-1, 2], dtype)
         kernels.init_weights(theta, self._off, self._sizes, self._rng)
         self._theta = theta
         A = int(self._hcum[-1])
         M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
-        self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(np.float64)
-        self._part_h = (self._rng.random(M * A) < 0.5).astype(np.float64)
-        self._part_y = np.zeros((M, 0))
-        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0)
+        self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(dtype)
+        self._part_h = (self._rng.random(M * A) < 0.5).astype(dtype)
+        self._part_y = np.zeros((M, 0), dtype)
+        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0, dtype)
         self._alloc_work()
 
     def _alloc_work(self) -> None:
@@ -52,13 +53,17 @@ class DHBMState:
         n, D, C = self.batch_size + self.replay, int(self._sizes[0]), len(self._classes)
         A = int(self._hcum[-1])
         wide = max(n, self._part_x.shape[0], 1) * int(self._sizes.max())
+        t = self._theta.dtype
         self._grad = np.zeros_like(self._theta)
+        narrow = int(self._sizes.max()) <= kernels.MIRROR_MAX_WIDTH
         self._work = dict(
-            act=np.zeros(n * A), mu=np.zeros(n * A), neg=np.zeros(n * A), delta=np.zeros(n * A),
-            zbuf=np.zeros(wide), xrec=np.zeros((n, D)), P=np.zeros((n, C)), T=np.zeros((n, C)),
-            Y=np.zeros((n, C)), wrow=np.zeros(n), wdisc=np.zeros(n),
-            # the weights' transposes, rebuilt by every update (`kernels.transpose_weights`)
-            mirror=np.zeros_like(self._theta),
+            act=np.zeros(n * A, t), mu=np.zeros(n * A, t), neg=np.zeros(n * A, t),
+            delta=np.zeros(n * A, t), zbuf=np.zeros(wide, t), xrec=np.zeros((n, D), t),
+            P=np.zeros((n, C), t), T=np.zeros((n, C), t), Y=np.zeros((n, C), t),
+            wrow=np.zeros(n, t), wdisc=np.zeros(n, t),
+            # the weights' transposes, rebuilt by every update (`kernels.transpose_weights`);
+            # none for wide networks (`kernels.MIRROR_MAX_WIDTH`)
+            mirror=np.zeros_like(self._theta) if narrow else np.zeros(0, t),
         )
         self._pred_act = np.zeros(A)
 
@@ -72,10 +77,12 @@ class DHBMState:
 
     def _add_class(self) -> None:
         C = len(self._classes)
-        self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C)
+        dtype = self._theta.dtype
+        self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
         if self._moments.size:  # first and second moments, regrown together
             halves = self._moments.reshape(2, -1)
             self._moments = kernels.regrow_classes(halves, self._sizes, C - 1, C).ravel()
+            self._moments = self._moments.astype(dtype, copy=False)
         self._off = kernels.param_layout(self._sizes, C)
-        self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1))])
+        self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1), dtype)])
         self._alloc_work()

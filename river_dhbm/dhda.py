@@ -91,6 +91,9 @@ class DHDA(HybridClassifier):
         units on the input, fitted to every row by online EM and named by the labels (see
         `river_dhbm.generative_readout` and the Notes). It predicts instead of the network
         while it has the smaller log-loss on the labeled rows seen so far.
+    dtype
+        Precision of the parameters and of the update's arithmetic: `"float64"`, or
+        `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
     batch_size
         Instances per update.
     seed
@@ -250,6 +253,7 @@ class DHDA(HybridClassifier):
         memory_size: int = 1000,
         confidence: float | None = 0.9,
         generative_readout: bool = True,
+        dtype: str = "float64",
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -272,6 +276,7 @@ class DHDA(HybridClassifier):
         self.memory_size = memory_size
         self.confidence = confidence
         self.generative_readout = generative_readout
+        self.dtype = dtype
         self._check_params()
         self._reset_state()
 
@@ -290,6 +295,7 @@ class DHDA(HybridClassifier):
         _check_non_negative("discriminative_weight", self.discriminative_weight)
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
+        _check_choice("dtype", self.dtype, kernels.DTYPES)
         if not isinstance(self.slow_upper_layers, bool):
             raise ValueError(f"Invalid slow_upper_layers ({self.slow_upper_layers!r}). Must be True or False")
 
@@ -317,31 +323,34 @@ class DHDA(HybridClassifier):
         self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
         self._dec_kind = kernels.SIGMOID if self.loss == "ce" else self._kind
         self._off = kernels.param_layout(self._sizes, 0)
-        theta = np.zeros(self._off[-1, 2])
+        theta = np.zeros(self._off[-1, 2], self.dtype)
         upper = self.UPPER_INIT if self.slow_upper_layers else 1.0
         kernels.init_weights(theta, self._off, self._sizes, self._rng, upper)
         self._theta = theta
         self._grad = np.zeros_like(theta)
-        self._empty = np.zeros(0)
+        self._empty = np.zeros(0, self.dtype)
 
     def _add_class(self) -> None:
         C = len(self._classes)
-        self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C)
+        dtype = self._theta.dtype
+        self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
         self._off = kernels.param_layout(self._sizes, C)
         self._grad = np.zeros_like(self._theta)
 
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
         X, y = scarce_labels.learning_batch(self, X, y, P)
+        dtype = self._theta.dtype
+        X = X.astype(dtype, copy=False)
         n = X.shape[0]
         A = int(self._hcum[-1])
         rng = self._rng
         if self.dropout > 0:
-            mask = (rng.random(n * A) >= self.dropout).astype(np.float64)
+            mask = (rng.random(n * A) >= self.dropout).astype(dtype)
         else:
             mask = self._empty
         if self.corruption > 0:
             size = self.mf_steps * n * (int(self._sizes[0]) + A)
-            kappa = (rng.random(size) >= self.corruption).astype(np.float64)
+            kappa = (rng.random(size) >= self.corruption).astype(dtype)
         else:
             kappa = self._empty
         dhda_kernels.dhda_update(
@@ -359,6 +368,6 @@ class DHDA(HybridClassifier):
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         return dhda_kernels.dhda_proba(
-            X, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
-            1.0 - self.dropout,
-        )
+            X.astype(self._theta.dtype, copy=False), self._theta, self._off, self._sizes,
+            self._hcum, len(self._classes), self._kind, 1.0 - self.dropout,
+        ).astype(np.float64, copy=False)

@@ -30,6 +30,7 @@ from river_dhbm.kernels import (
     COL_RB,
     COL_U,
     COL_W,
+    MIRROR_MAX_WIDTH,
     activate,
     derivative,
     forward_net,
@@ -71,7 +72,7 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, theta_t, off, sizes, hcum, 
     A = n * hcum[L]
     corrupt = kappa_x.size > 0
     use_mask = mask.size > 0
-    no_labels = np.empty((n, 0))
+    no_labels = np.empty((n, 0), X.dtype)
     for r in range(n):
         for i in range(D):
             xhat[r, i] = X[r, i] * kappa_x[r, i] if corrupt else X[r, i]
@@ -134,7 +135,7 @@ def reconstruction_delta(mu, X, wrow, theta, theta_t, off, sizes, hcum, kind, de
             keep_in = layer(mask, hcum, n, l - 1) if use_mask else u
         Dl = layer(delta, hcum, n, l)
         Ml = layer(mask, hcum, n, l) if use_mask else a
-        E = np.empty((n, P))
+        E = np.empty((n, P), mu.dtype)
         times_transposed(a, theta, theta_t, off[l, COL_W], P, H, E, 0.0)  # mu^l W^l^T
         for r in range(n):
             w = wrow[r]
@@ -148,7 +149,7 @@ def reconstruction_delta(mu, X, wrow, theta, theta_t, off, sizes, hcum, kind, de
                 E[r, i] = g
                 gbias[i] += g
         gemm(E, a, gW, 1.0, 1.0, True, False)  # decoder weights: e^T mu^l
-        back = np.empty((n, H))
+        back = np.empty((n, H), mu.dtype)
         gemm(E, W, back, 1.0, 0.0, False, False)  # error reaching layer l: e W^l
         for r in range(n):
             for j in range(H):
@@ -203,20 +204,23 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     L = sizes.shape[0] - 1
     A = n * hcum[L]
     C = n_classes
-    act = np.empty(A)
-    mu = np.empty(A)
-    delta = np.zeros(A)
-    below_hat = np.empty(A)
-    above_hat = np.empty(A)
-    xhat = np.empty((n, D))
+    dtype = theta.dtype  # float64, or float32 throughout (`X` too)
+    act = np.empty(A, dtype)
+    mu = np.empty(A, dtype)
+    delta = np.zeros(A, dtype)
+    below_hat = np.empty(A, dtype)
+    above_hat = np.empty(A, dtype)
+    xhat = np.empty((n, D), dtype)
     wide = n * widest(sizes)
-    zbuf = np.empty(wide)
-    P = np.empty((n, C))
-    T = np.zeros((n, C))
+    zbuf = np.empty(wide, dtype)
+    P = np.empty((n, C), dtype)
+    T = np.zeros((n, C), dtype)
     wrow = np.zeros(n)
     wdisc = np.zeros(n)
-    mirror = np.empty(theta.size)  # the weights' transposes (`kernels.times_transposed`)
-    transpose_weights(theta, off, sizes, C, mirror)
+    # the weights' transposes (`kernels.times_transposed`), for narrow networks only
+    mirror = np.empty(theta.size if widest(sizes) <= MIRROR_MAX_WIDTH else 0, dtype)
+    if mirror.size > 0:
+        transpose_weights(theta, off, sizes, C, mirror)
 
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
     subset_weights(y, n, alpha, beta, wrow)
@@ -286,8 +290,9 @@ def dhda_proba(X, theta, off, sizes, hcum, n_classes, kind, scale):
     """`p(y | x)` `[n, C]`: one recognition pass (activities scaled by the dropout keep
     probability `scale`), then the joint predictor (paper eq. 6)."""
     n = X.shape[0]
-    act = np.empty(n * hcum[-1])
-    P = np.empty((n, n_classes))
-    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, np.empty(0), scale, act)
+    act = np.empty(n * hcum[-1], theta.dtype)
+    P = np.empty((n, n_classes), theta.dtype)
+    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, np.empty(0, theta.dtype),
+                scale, act)
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
     return P

@@ -67,7 +67,7 @@ def discriminative_delta(act, n, P, T, wrow, theta, theta_t, off, sizes, hcum, n
     the transposed mirror of `theta` or empty (see `times_transposed`).
     """
     L = sizes.shape[0] - 1
-    G = np.empty((n, n_classes))
+    G = np.empty((n, n_classes), act.dtype)
     for r in range(n):
         for k in range(n_classes):
             G[r, k] = wrow[r] * (P[r, k] - T[r, k])
@@ -83,7 +83,7 @@ def discriminative_delta(act, n, P, T, wrow, theta, theta_t, off, sizes, hcum, n
         Ml = layer(mask, hcum, n, l) if use_mask else V
         H = sizes[l + 1]
         gemm(V, G, gU, 1.0, 1.0, True, False)  # dU^l += v^l^T G
-        S = np.empty((n, H))
+        S = np.empty((n, H), act.dtype)
         times_transposed(G, theta, theta_t, off[l, COL_U], H, n_classes, S, 0.0)  # G U^l^T
         for r in range(n):
             for j in range(H):
@@ -123,7 +123,7 @@ def net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, wcol, bcol, do
         if l > 0:
             Db = layer(delta, hcum, n, l - 1)
             Mb = layer(mask, hcum, n, l - 1) if use_mask else below
-            S = np.empty((n, P))
+            S = np.empty((n, P), act.dtype)
             times_transposed(D, theta, theta_t, off[l, wcol], P, H, S, 0.0)  # delta^l M^l^T
             for r in range(n):
                 for i in range(P):

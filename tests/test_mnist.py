@@ -3,6 +3,7 @@ the table, end to end on scikit-learn's 8x8 digits (standing in for MNIST)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in, write_idx  # noqa: F401
 
@@ -146,3 +147,52 @@ def test_cli_rejects_impossible_split_before_running(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: Invalid n_labeled (5)") and err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad magic", "broken gzip", "a directory",
+                                    "other image size"])
+def test_cli_malformed_data_is_one_line_and_exit_2(tmp_path, capsys, damage):
+    import gzip
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    digits_as_mnist(data_dir)
+    images = next(p for p in data_dir.iterdir() if p.name.startswith("t10k-images"))
+    raw = gzip.decompress(images.read_bytes()) if images.suffix == ".gz" else images.read_bytes()
+    images.unlink()
+    target = data_dir / "t10k-images-idx3-ubyte"
+    if damage == "truncated":
+        target.write_bytes(raw[:-5])
+    elif damage == "bad magic":
+        target.write_bytes(b"\x01" + raw[1:])
+    elif damage == "broken gzip":
+        target = target.with_name(target.name + ".gz")
+        target.write_bytes(gzip.compress(raw)[:-20])
+    elif damage == "a directory":
+        target.mkdir()
+    else:
+        write_idx(target, np.zeros((3, 7, 7), dtype=np.uint8))
+    args = parse(["mnist", "--data", str(data_dir), "--out", str(tmp_path / "o"), "--quiet"])
+    assert mnist.run(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert "t10k-images-idx3-ubyte" in err and not (tmp_path / "o").exists()
+
+
+def test_cli_keep_best_writes_the_curves_and_the_checkpoint(tmp_path):
+    import pandas as pd
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    digits_as_mnist(data_dir)
+    config = tmp_path / "tiny.toml"
+    config.write_text(CONFIG.format(model="dhda", extra="").replace("trials = 2", "trials = 1")
+                      .replace("learning_rate = [0.05, 0.11]", "learning_rate = [0.11]"))
+    out = tmp_path / "out"
+    args = parse(["mnist", "--data", str(data_dir), "--config", str(config), "--out", str(out),
+                  "--quiet", "--keep-best"])
+    assert mnist.run(args) == 0
+    results, curves = pd.read_csv(out / "results.csv"), pd.read_csv(out / "curves.csv")
+    assert list(curves.columns) == ["trial", "updates", "validation_error"]
+    assert results["validation_error"][0] == curves["validation_error"].min()
+    assert results["stopped_at"][0] in set(curves["updates"])

@@ -89,3 +89,54 @@ def test_workers_get_one_blas_thread_and_the_environment_is_restored(monkeypatch
 
 
 # ---------------------------------------------------------------------------------- real models
+
+
+def test_progress_reports_the_validation_error_along_the_way():
+    data = digits_as_mnist()
+    spec = mnist.TrialSpec(model="standin", trial=0, seed=5, split_seed=6, labels=50,
+                           validation=200, epochs=1, labeled_per_batch=5, unlabeled_per_batch=15,
+                           params={"learning_rate": 0.5})
+    calls = []
+    result = mnist.run_trial(spec, data, make_model=stand_in, chunk_updates=10,
+                             validate_every=20, progress=lambda *a: calls.append(a))
+    assert sum(c[0] for c in calls) == result["updates"] == 1150 // 15
+    errors = [c[1] for c in calls if len(c) == 2]
+    assert len(errors) == result["updates"] // 20 + 1 and all(0.0 <= e <= 1.0 for e in errors)
+    assert calls[-1] == (0, result["validation_error"]) and errors[-1] < 0.5  # chance: 0.9
+    quiet = []
+    mnist.run_trial(spec, data, make_model=stand_in, progress=lambda *a: quiet.append(a))
+    assert all(len(c) == 1 for c in quiet)
+
+
+def test_progress_bar_shows_each_runs_latest_validation_error():
+    from evaluation.mnist_trainer import _Progress
+
+    bar = _Progress(100, "trials", quiet=False, names=["trial 0", "trial 1"])
+    bar.update(10, 0.25, 0)
+    bar.update(10)
+    bar.update(10, 0.125, 1)
+    assert bar.bar.postfix == "trial 0: val 25.0 %, trial 1: val 12.5 %"
+    bar.close()
+    silent = _Progress(100, "trials", quiet=True)
+    silent.update(5, 0.5, 0)
+    assert silent.bar is None
+
+
+def test_keep_best_scores_the_checkpoint_of_the_lowest_validation_error():
+    import dataclasses
+
+    data = digits_as_mnist()
+    spec = mnist.TrialSpec(model="standin", trial=0, seed=5, split_seed=6, labels=50,
+                           validation=200, epochs=2, labeled_per_batch=5, unlabeled_per_batch=15,
+                           params={"learning_rate": 30.0})  # noisy: best before the end
+    last = mnist.run_trial(spec, data, make_model=stand_in, chunk_updates=10, validate_every=10,
+                           progress=lambda *a: None)
+    best = mnist.run_trial(dataclasses.replace(spec, keep_best=True), data, make_model=stand_in,
+                           chunk_updates=10, validate_every=10)
+    assert best["curve"] == last["curve"] and len(best["curve"]) == 2 * (1150 // 15) // 10 + 1
+    lowest = min(e for _, e in best["curve"])
+    assert best["validation_error"] == lowest <= last["validation_error"]
+    assert (best["stopped_at"], lowest) in best["curve"] and last["stopped_at"] == last["updates"]
+    assert best["stopped_at"] < best["updates"] and best["test_error"] != last["test_error"]
+    quiet = mnist.run_trial(dataclasses.replace(spec, keep_best=True), data, make_model=stand_in)
+    assert [u for u, _ in quiet["curve"]] == [quiet["updates"]]  # checks every 1,000 updates
