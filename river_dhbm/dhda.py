@@ -10,6 +10,7 @@ from . import dhda_kernels, kernels
 from .base import (
     HybridClassifier,
     _check_beta_schedule,
+    _check_bool,
     _check_choice,
     _check_hidden_sizes,
     _check_int,
@@ -296,8 +297,7 @@ class DHDA(HybridClassifier):
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
         _check_choice("dtype", self.dtype, kernels.DTYPES)
-        if not isinstance(self.slow_upper_layers, bool):
-            raise ValueError(f"Invalid slow_upper_layers ({self.slow_upper_layers!r}). Must be True or False")
+        _check_bool("slow_upper_layers", self.slow_upper_layers)
 
     @classmethod
     def _unit_test_params(cls):

@@ -10,6 +10,7 @@ from . import hsda_kernels, kernels
 from .base import (
     HybridClassifier,
     _check_beta_schedule,
+    _check_bool,
     _check_choice,
     _check_hidden_sizes,
     _check_non_negative,
@@ -246,8 +247,7 @@ class HSDA(HybridClassifier):
         _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
-        if not isinstance(self.weighted_layers, bool):
-            raise ValueError(f"Invalid weighted_layers ({self.weighted_layers!r}). Must be True or False")
+        _check_bool("weighted_layers", self.weighted_layers)
 
     @classmethod
     def _unit_test_params(cls):

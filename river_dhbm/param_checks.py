@@ -11,6 +11,7 @@ import numbers
 
 __all__ = [
     "_check_beta_schedule",
+    "_check_bool",
     "_check_choice",
     "_check_hidden_sizes",
     "_check_int",
@@ -63,6 +64,11 @@ def _check_probability(name: str, value) -> None:
 def _check_int(name: str, value, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= {low}")
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"Invalid {name} ({value!r}). Must be True or False")
 
 
 def _check_choice(name: str, value, legal) -> None:

@@ -10,6 +10,7 @@ from . import kernels, mlp_kernels
 from .base import (
     HybridClassifier,
     _check_beta_schedule,
+    _check_bool,
     _check_choice,
     _check_hidden_sizes,
     _check_non_negative,
@@ -201,8 +202,7 @@ class PseudoLabelMLP(HybridClassifier):
         _check_probability("dropout", self.dropout)
         _check_choice("activation", self.activation, tuple(kernels.ACTIVATIONS))
         scarce_labels.check_params(self, confidence=False)
-        if not isinstance(self.deep_identity, bool):
-            raise ValueError(f"Invalid deep_identity ({self.deep_identity!r}). Must be True or False")
+        _check_bool("deep_identity", self.deep_identity)
 
     @classmethod
     def _unit_test_params(cls):

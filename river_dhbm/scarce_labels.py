@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from river_dhbm.kernels import _JIT
-from river_dhbm.param_checks import _check_int, _check_range
+from river_dhbm.param_checks import _check_bool, _check_int, _check_range
 
 #: Labeled rows a model must have learnt before its confident proxy labels start: a model fitted
 #: to a handful of labels is confidently wrong (measured on LED with 0.1 % labels, a prototype
@@ -106,13 +106,8 @@ def confident_labels(codes, P, n, confidence):
 
 def check_params(model, confidence: bool = True) -> None:
     """Check `learn_unlabeled`, `replay`, `memory_size` (and `confidence`) of `model`."""
-    if not isinstance(model.learn_unlabeled, bool):
-        raise ValueError(
-            f"Invalid learn_unlabeled ({model.learn_unlabeled!r}). Must be True or False"
-        )
-    readout = getattr(model, "generative_readout", False)
-    if not isinstance(readout, bool):
-        raise ValueError(f"Invalid generative_readout ({readout!r}). Must be True or False")
+    _check_bool("learn_unlabeled", model.learn_unlabeled)
+    _check_bool("generative_readout", getattr(model, "generative_readout", False))
     _check_int("replay", model.replay, 0)
     _check_int("memory_size", model.memory_size, 1 if model.replay else 0)
     if confidence and model.confidence is not None:
