@@ -252,14 +252,14 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         if not self._classes:
             return {}
         row = self._row(x)
-        if self._blending:
+        if self._readout_chosen:
             return dict(zip(self._classes, self._posterior(row)[0].tolist()))
         return dict(zip(self._classes, self._proba_row(row)))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
         _check_dict(x)
-        if (not self._classes or self._blending
+        if (not self._classes or self._readout_chosen
                 or type(self).predict_proba_one is not _PREDICT_PROBA_ONE):
             return super().predict_one(x, **kwargs)
         return self._classes[self._predict_row(self._row(x))]
@@ -281,15 +281,15 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         return self._posterior(X)
 
     @property
-    def _blending(self) -> bool:
-        """Whether predictions blend in the generative readout now."""
-        return self._readout is not None and self._readout.blend[1] != 0.0
+    def _readout_chosen(self) -> bool:
+        """Whether the generative readout predicts now, not the network."""
+        return self._readout is not None and self._readout.choice
 
     def _posterior(self, X: np.ndarray) -> np.ndarray:
-        """The prediction `p(y | x)` of validated rows: the network's (`_proba`), blended with
-        the generative readout when it has won its place."""
+        """The prediction `p(y | x)` of validated rows: the network's (`_proba`), or the
+        generative readout's when it has won its place."""
         P = self._proba(X)
-        return self._readout.combine(P, X) if self._blending else P
+        return self._readout.combine(P, X) if self._readout_chosen else P
 
     # ------------------------------------------------------------------ hooks
 

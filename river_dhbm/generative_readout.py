@@ -23,11 +23,12 @@ How it learns (`readout_learn`, one call per mini-batch):
   `LABELED_WINDOW` labels, so the readout follows drift;
 - unlabeled rows count once `WARM_UP` labels are in.
 
-How it predicts (`blend`): with the network's `p(y | x)` or the readout's, whichever has the
+How it predicts (`choice`): with the network's `p(y | x)` or the readout's, whichever has the
 smaller log-loss on the labeled rows so far (each scored before it is learnt, decayed over about
-`BLEND_WINDOW` labels; ties keep the network). `BLENDS` writes the choice as the pair `(a, b)`
-of `p_net^a * p_readout^b`. The readout wins on LED; on Waveform, whose classes are not product
-distributions, the network does.
+`CHOICE_WINDOW` labels; ties keep the network). Products `p_net^a * p_readout^b` of the two won
+the log-loss on Waveform at 10 % labels while losing in error (DHDA 0.151 against 0.146), so
+one of them predicts at a time. The readout wins on LED; on Waveform, whose classes are not
+product distributions, the network does.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from numba import njit
 
 from river_dhbm.kernels import _JIT
 
-__all__ = ["GenerativeReadout", "BLENDS", "STAGES"]
+__all__ = ["GenerativeReadout", "STAGES"]
 
 STAGES = 2  # EM steps between the labels and the predicting stage
 # The windows trade following drift against noise (prototype, LED seeds 11-13, mean faded
@@ -47,11 +48,8 @@ STAGES = 2  # EM steps between the labels and the predicting stage
 UNLABELED_WINDOW = 5_000  # unlabeled rows the EM sums remember (1 / their decay rate)
 LABELED_WINDOW = 250  # labeled rows the class sums remember
 WARM_UP = 10  # labels before unlabeled rows count
-BLEND_WINDOW = 500  # labeled rows the blend's log-losses remember
-#: The blends `(a, b)` of `p_net^a * p_readout^b` the readout chooses from, the first on ties:
-#: the network's prediction or the readout's. Products of the two (1, 1) and (1, 2) won the
-#: log-loss on Waveform at 10 % labels while losing in error (DHDA 0.151 against 0.146).
-BLENDS = np.array([[1.0, 0.0], [0.0, 1.0]])
+CHOICE_WINDOW = 500  # labeled rows the network's and the readout's log-losses remember
+NETWORK, READOUT = 0, 1  # the entries of `GenerativeReadout.losses`
 _TINY = 1e-12
 MEAN_CLIP = 1e-3  # Bernoulli means stay in [MEAN_CLIP, 1 - MEAN_CLIP]
 
@@ -159,75 +157,32 @@ def readout_learn(counts, sums, X, codes, n, learn_unlabeled, work):
 
 
 @njit(**_JIT)
-def blend_into(P_net, P_readout, a, b, out):
-    """`out ∝ P_net^a * P_readout^b`, row by row (a zero probability counts as 1e-12)."""
-    for r in range(out.shape[0]):
-        z = 0.0
-        for k in range(out.shape[1]):
-            v = 1.0
-            if a != 0.0:
-                v *= (P_net[r, k] + _TINY) ** a
-            if b != 0.0:
-                v *= (P_readout[r, k] + _TINY) ** b
-            out[r, k] = v
-            z += v
-        for k in range(out.shape[1]):
-            out[r, k] /= z
-    return out
-
-
-@njit(**_JIT)
-def score_blends(losses, P_net, P_readout, codes):
-    """Add each labeled row's log-loss under every blend of `BLENDS` to `losses`, decayed by
-    `1 - 1 / BLEND_WINDOW` per row (rows of `P_net`/`P_readout` are the labeled rows, `codes`
-    their classes)."""
-    keep = 1.0 - 1.0 / BLEND_WINDOW
-    C = P_net.shape[1]
+def score(losses, who, P, codes):
+    """Decay `losses[who]` by `1 - 1 / CHOICE_WINDOW` per row and add the log-loss of each row
+    of `P` (a prediction of the labeled rows whose classes are `codes`)."""
+    keep = 1.0 - 1.0 / CHOICE_WINDOW
     for r in range(codes.shape[0]):
-        for g in range(BLENDS.shape[0]):
-            a, b = BLENDS[g, 0], BLENDS[g, 1]
-            z = 0.0
-            target = 0.0
-            for k in range(C):
-                v = 1.0
-                if a != 0.0:
-                    v *= (P_net[r, k] + _TINY) ** a
-                if b != 0.0:
-                    v *= (P_readout[r, k] + _TINY) ** b
-                z += v
-                if k == codes[r]:
-                    target = v
-            losses[g] = keep * losses[g] - np.log(target / z + _TINY)
+        losses[who] = keep * losses[who] - np.log(P[r, codes[r]] + _TINY)
 
 
 @njit(**_JIT)
 def readout_test_then_train(counts, sums, losses, X, codes, P_net, batch, learn_unlabeled,
                             predicted):
     """What `GenerativeReadout.combine` then `.learn` do for each mini-batch of `batch` rows
-    of `X` in turn, in one call: each row's class under the blend chosen before its batch
+    of `X` in turn, in one call: each row's class by the predictor chosen before its batch
     (`P_net`: the network's prediction of every row, made before its batch's update) into
-    `predicted`, then the blends scored on the batch's named labeled rows, then the batch
-    learnt (the DHBM's one-call run)."""
+    `predicted`, then both scored on the batch's named labeled rows, then the batch learnt
+    (the DHBM's one-call run)."""
     C = counts.shape[1]
     G = np.empty((batch, C))
     work = np.empty((STAGES, batch, C))
     for b in range(X.shape[0] // batch):
         lo = b * batch
         Xb, cb, Pb = X[lo : lo + batch], codes[lo : lo + batch], P_net[lo : lo + batch]
-        g = np.argmin(losses)
-        a, w = BLENDS[g, 0], BLENDS[g, 1]
         readout_proba(counts, sums, Xb, G)
+        chosen = G if losses[READOUT] < losses[NETWORK] else Pb
         for r in range(batch):
-            best, top = 0, -np.inf
-            for k in range(C):
-                v = 0.0
-                if a != 0.0:
-                    v += a * np.log(Pb[r, k] + _TINY)
-                if w != 0.0:
-                    v += w * np.log(G[r, k] + _TINY)
-                if v > top:
-                    best, top = k, v
-            predicted[lo + r] = best if w != 0.0 else np.argmax(Pb[r])
+            predicted[lo + r] = np.argmax(chosen[r])
         named = 0
         for r in range(batch):
             if cb[r] >= 0 and counts[0, cb[r]] > 0.0:
@@ -241,18 +196,19 @@ def readout_test_then_train(counts, sums, losses, X, codes, P_net, batch, learn_
                         Pl[i, k], Gl[i, k] = Pb[r, k], G[r, k]
                     cl[i] = cb[r]
                     i += 1
-            score_blends(losses, Pl, Gl, cl)
+            score(losses, NETWORK, Pl, cl)
+            score(losses, READOUT, Gl, cl)
         readout_learn(counts, sums, Xb, cb, batch, learn_unlabeled, work)
 
 
 class GenerativeReadout:
-    """The readout's state: `counts [STAGES + 1, C]`, `sums [STAGES + 1, C, d]` and the blends'
-    decayed log-losses `losses [len(BLENDS)]`; grows a class at a time."""
+    """The readout's state: `counts [STAGES + 1, C]`, `sums [STAGES + 1, C, d]` and the decayed
+    log-losses of the network and the readout, `losses [2]`; grows a class at a time."""
 
     def __init__(self, n_features: int, n_classes: int = 0):
         self.counts = np.zeros((STAGES + 1, n_classes))
         self.sums = np.zeros((STAGES + 1, n_classes, n_features))
-        self.losses = np.zeros(len(BLENDS))
+        self.losses = np.zeros(2)
 
     def add_class(self) -> None:
         J, C, d = self.sums.shape
@@ -260,29 +216,25 @@ class GenerativeReadout:
         self.sums = np.concatenate([self.sums, np.zeros((J, 1, d))], axis=1)
 
     @property
-    def blend(self) -> tuple[float, float]:
-        """The `(a, b)` of `p_net^a * p_readout^b` predictions use now."""
-        a, b = BLENDS[int(np.argmin(self.losses))]
-        return float(a), float(b)
+    def choice(self) -> bool:
+        """Whether the readout predicts now (its log-loss is below the network's)."""
+        return bool(self.losses[READOUT] < self.losses[NETWORK])
 
     def proba(self, X: np.ndarray) -> np.ndarray:
         return readout_proba(self.counts, self.sums, X, np.empty((len(X), self.counts.shape[1])))
 
     def combine(self, P_net: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """The prediction: `P_net` blended with the readout's `p(y | x)` of the rows `X`."""
-        a, b = self.blend
-        if b == 0.0:
-            return P_net
-        return blend_into(P_net, self.proba(X), a, b, np.empty_like(P_net))
+        """The prediction of the rows `X`: the readout's when it is chosen, else `P_net`."""
+        return self.proba(X) if self.choice else P_net
 
     def learn(self, X, codes, P_net_labeled, learn_unlabeled: bool) -> None:
-        """One mini-batch: score the blends on its labeled rows (`P_net_labeled`: the network's
+        """One mini-batch: score the network and the readout on its labeled rows (`P_net_labeled`: the network's
         prediction of them, before its update), then learn every row."""
         labeled = codes >= 0
         # a class's first labels score nothing: the readout cannot know a class no label named
         named = self.counts[0, codes[labeled]] > 0.0
         if named.any():
-            score_blends(self.losses, P_net_labeled[named], self.proba(X[labeled][named]),
-                         codes[labeled][named])
+            score(self.losses, NETWORK, P_net_labeled[named], codes[labeled][named])
+            score(self.losses, READOUT, self.proba(X[labeled][named]), codes[labeled][named])
         work = np.empty((STAGES, len(X), self.counts.shape[1]))
         readout_learn(self.counts, self.sums, X, codes, len(X), learn_unlabeled, work)

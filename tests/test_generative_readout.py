@@ -100,16 +100,17 @@ def test_the_class_sums_follow_a_changed_concept():
         assert np.abs(mean - rows[0]).max() < 0.1  # within 0.05 after 3 windows (e^-3)
 
 
-def test_the_blend_goes_to_whichever_predicts_the_labels():
+def test_the_choice_goes_to_whichever_predicts_the_labels():
     P_good = np.array([[0.9, 0.1], [0.2, 0.8]])
     P_poor = P_good[:, ::-1].copy()
     codes = np.array([0, 1])
-    for P_net, P_readout, a, b in ((P_good, P_poor, 1.0, 0.0), (P_poor, P_good, 0.0, 1.0)):
-        losses = np.zeros(len(gr.BLENDS))
-        gr.score_blends(losses, P_net, P_readout, codes)
-        assert tuple(gr.BLENDS[np.argmin(losses)]) == (a, b)
     readout = gr.GenerativeReadout(2)
-    assert readout.blend == (1.0, 0.0)  # no evidence yet: the network alone
+    assert readout.choice is False  # no evidence yet: the network alone
+    for P_net, P_readout, chosen in ((P_good, P_poor, False), (P_poor, P_good, True)):
+        readout.losses[:] = 0.0
+        gr.score(readout.losses, gr.NETWORK, P_net, codes)
+        gr.score(readout.losses, gr.READOUT, P_readout, codes)
+        assert readout.choice is chosen
 
 
 @pytest.mark.parametrize("cls", MODELS)
@@ -143,7 +144,7 @@ def test_on_scarce_led_labels_the_readout_joins_and_every_path_agrees():
     X, y, labeled = _led(6000, 0.01)
     model = DHBM(seed=0)
     model.test_then_train_arrays(X, y, labeled)
-    assert model._readout.blend[1] > 0  # LED is a product-Bernoulli mixture: it joins
+    assert model._readout.choice  # LED is a product-Bernoulli mixture: the readout joins
     rows = X[:30]
     P = model.predict_proba_arrays(rows)
     net = model._proba(rows)
@@ -177,7 +178,7 @@ def test_a_bad_switch_is_refused(value):
 
 def test_the_dhbms_one_call_run_equals_its_batches():
     """The one-call run (network and readout each in one kernel call) predicts and learns
-    exactly what predicting then learning each mini-batch does, blend switches included."""
+    exactly what predicting then learning each mini-batch does, the readout's switches included."""
     from test_test_then_train import _assert_same_model, _batch_by_batch
 
     X, y, labeled = _led(8000, 0.01)
@@ -188,4 +189,4 @@ def test_the_dhbms_one_call_run_equals_its_batches():
     expected = _batch_by_batch(reference, X[2000:], y[2000:], labeled[2000:], 20)
     np.testing.assert_array_equal(predicted, expected)
     _assert_same_model(run, reference, X[:50])
-    assert run._readout.blend == (0.0, 1.0)  # the readout took over in this run
+    assert run._readout.choice  # the readout took over in this run
