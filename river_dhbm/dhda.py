@@ -88,10 +88,7 @@ class DHDA(HybridClassifier):
         Predicted probability from which an unlabeled row is learnt as its predicted class
         (after 50 labels); `None` turns these proxy labels off.
     generative_readout
-        Whether predictions may blend in the generative readout: class-conditional Bernoulli
-        units on the input, fitted to every row by online EM and named by the labels (see
-        `river_dhbm.generative_readout` and the Notes). It predicts instead of the network
-        while it has the smaller log-loss on the labeled rows seen so far.
+        Whether the generative readout may predict instead of the network (see `DHBM`).
     dtype
         Precision of the parameters and of the update's arithmetic: `"float64"`, or
         `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).

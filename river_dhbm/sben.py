@@ -164,10 +164,7 @@ class SBEN(DHBM):
         Probability of the stack's prediction at which an unlabeled row becomes a proxy label
         (after 50 labeled rows), learnt by every block as a labeled row; `None`: none.
     generative_readout
-        Whether predictions may blend in the generative readout: class-conditional Bernoulli
-        units on the input, fitted to every row by online EM and named by the labels (see
-        `river_dhbm.generative_readout` and the Notes). It predicts instead of the network
-        while it has the smaller log-loss on the labeled rows seen so far.
+        Whether the generative readout may predict instead of the network (see `DHBM`).
     batch_size
         Instances per update.
     seed
