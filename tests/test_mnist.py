@@ -10,6 +10,14 @@ from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in, writ
 from evaluation import mnist
 
 
+
+def _digits_dir(tmp_path):
+    """A data directory holding scikit-learn's digits as the four MNIST files."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    digits_as_mnist(data_dir)
+    return data_dir
+
 def test_cli_missing_data_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(mnist.ENV_VAR, raising=False)
     args = parse(["mnist", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
@@ -88,9 +96,7 @@ def test_cli_end_to_end_on_digits_idx_files(tmp_path, capsys, model, extra):
 
     if not hasattr(river_dhbm, model.upper()):
         pytest.skip(f"river_dhbm.{model.upper()} not available yet")
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    digits_as_mnist(data_dir)
+    data_dir = _digits_dir(tmp_path)
     config = tmp_path / f"tiny_{model}.toml"
     config.write_text(CONFIG.format(model=model, extra=extra))
     out = tmp_path / "out"
@@ -113,9 +119,7 @@ def test_cli_end_to_end_on_digits_idx_files(tmp_path, capsys, model, extra):
 def test_cli_append_adds_trials_with_the_chosen_point(tmp_path, capsys):
     import pandas as pd
 
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    digits_as_mnist(data_dir)
+    data_dir = _digits_dir(tmp_path)
     config = tmp_path / "tiny.toml"
     config.write_text(CONFIG.format(model="dhda", extra="").replace("trials = 2", "trials = 1")
                       .replace("epochs = 6", "epochs = 1"))
@@ -139,9 +143,7 @@ def test_cli_append_adds_trials_with_the_chosen_point(tmp_path, capsys):
 
 
 def test_cli_rejects_impossible_split_before_running(tmp_path, capsys):
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    digits_as_mnist(data_dir)
+    data_dir = _digits_dir(tmp_path)
     args = parse(["mnist", "--data", str(data_dir), "--labels", "5", "--out", str(tmp_path / "o")])
     assert mnist.run(args) == 2
     err = capsys.readouterr().err
@@ -154,9 +156,7 @@ def test_cli_rejects_impossible_split_before_running(tmp_path, capsys):
 def test_cli_malformed_data_is_one_line_and_exit_2(tmp_path, capsys, damage):
     import gzip
 
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    digits_as_mnist(data_dir)
+    data_dir = _digits_dir(tmp_path)
     images = next(p for p in data_dir.iterdir() if p.name.startswith("t10k-images"))
     raw = gzip.decompress(images.read_bytes()) if images.suffix == ".gz" else images.read_bytes()
     images.unlink()
@@ -182,9 +182,7 @@ def test_cli_malformed_data_is_one_line_and_exit_2(tmp_path, capsys, damage):
 def test_cli_keep_best_writes_the_curves_and_the_checkpoint(tmp_path):
     import pandas as pd
 
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    digits_as_mnist(data_dir)
+    data_dir = _digits_dir(tmp_path)
     config = tmp_path / "tiny.toml"
     config.write_text(CONFIG.format(model="dhda", extra="").replace("trials = 2", "trials = 1")
                       .replace("learning_rate = [0.05, 0.11]", "learning_rate = [0.11]"))
