@@ -36,9 +36,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from river_dhbm.cluster_readout import ClusterState, cluster_learn, cluster_proba
 from river_dhbm.kernels import _JIT
 
-__all__ = ["GenerativeReadout", "STAGES"]
+__all__ = ["EXPERTS", "GenerativeReadout", "STAGES"]
 
 STAGES = 2  # EM steps between the labels and the predicting stage
 # The windows trade following drift against noise (prototype, LED seeds 11-13, mean faded
@@ -48,8 +49,12 @@ STAGES = 2  # EM steps between the labels and the predicting stage
 UNLABELED_WINDOW = 5_000  # unlabeled rows the EM sums remember (1 / their decay rate)
 LABELED_WINDOW = 250  # labeled rows the class sums remember
 WARM_UP = 10  # labels before unlabeled rows count
-CHOICE_WINDOW = 500  # labeled rows the network's and the readout's log-losses remember
-NETWORK, READOUT = 0, 1  # the entries of `GenerativeReadout.losses`
+CHOICE_WINDOW = 500  # labeled rows the experts' scores remember
+#: Who may predict: the network, the class units, the named clusters (`cluster_readout`) and
+#: the average of the network's and the clusters' predictions.
+EXPERTS = ("network", "classes", "clusters", "average")
+NETWORK, CLASSES, CLUSTERS, AVERAGE = range(4)
+LOG_LOSS, ERRORS = 0, 1  # the rows of `GenerativeReadout.scores`
 _TINY = 1e-12
 MEAN_CLIP = 1e-3  # Bernoulli means stay in [MEAN_CLIP, 1 - MEAN_CLIP]
 
@@ -157,84 +162,143 @@ def readout_learn(counts, sums, X, codes, n, learn_unlabeled, work):
 
 
 @njit(**_JIT)
-def score(losses, who, P, codes):
-    """Decay `losses[who]` by `1 - 1 / CHOICE_WINDOW` per row and add the log-loss of each row
-    of `P` (a prediction of the labeled rows whose classes are `codes`)."""
+def score(scores, who, P, codes):
+    """Decay `scores[:, who]` by `1 - 1 / CHOICE_WINDOW` per row and add the log-loss (row
+    `LOG_LOSS`) and the error (row `ERRORS`) of each row of `P`, a prediction of the labeled
+    rows whose classes are `codes`."""
     keep = 1.0 - 1.0 / CHOICE_WINDOW
     for r in range(codes.shape[0]):
-        losses[who] = keep * losses[who] - np.log(P[r, codes[r]] + _TINY)
+        scores[LOG_LOSS, who] = keep * scores[LOG_LOSS, who] - np.log(P[r, codes[r]] + _TINY)
+        scores[ERRORS, who] = keep * scores[ERRORS, who] + (np.argmax(P[r]) != codes[r])
 
 
 @njit(**_JIT)
-def readout_test_then_train(counts, sums, losses, X, codes, P_net, batch, learn_unlabeled,
-                            predicted):
+def choose(scores):
+    """The expert that predicts: of the network, the clusters and their average the one with
+    the fewest recent errors (the first on ties), unless the class units have a smaller
+    log-loss than it."""
+    best = NETWORK
+    for who in (CLUSTERS, AVERAGE):
+        if scores[ERRORS, who] < scores[ERRORS, best]:
+            best = who
+    return CLASSES if scores[LOG_LOSS, CLASSES] < scores[LOG_LOSS, best] else best
+
+
+@njit(**_JIT)
+def _experts(P_net, G, H, A):
+    """The average expert `A = (P_net + H) / 2` of the network's and the clusters' predictions
+    (`G`, the class units', is already in place)."""
+    for r in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            A[r, k] = 0.5 * (P_net[r, k] + H[r, k])
+
+
+@njit(**_JIT)
+def _score_batch(scores, counts, P_net, G, H, A, codes):
+    """Score every expert on the mini-batch's named labeled rows (a class's first labels score
+    nothing: the readout cannot know a class no label named)."""
+    n, C = P_net.shape
+    named = 0
+    for r in range(n):
+        if codes[r] >= 0 and counts[0, codes[r]] > 0.0:
+            named += 1
+    if named == 0:
+        return
+    rows = np.empty(named, np.int64)
+    i = 0
+    for r in range(n):
+        if codes[r] >= 0 and counts[0, codes[r]] > 0.0:
+            rows[i] = r
+            i += 1
+    cl = codes[rows]
+    score(scores, NETWORK, P_net[rows], cl)
+    score(scores, CLASSES, G[rows], cl)
+    score(scores, CLUSTERS, H[rows], cl)
+    score(scores, AVERAGE, A[rows], cl)
+
+
+@njit(**_JIT)
+def readout_test_then_train(counts, sums, scores, clusters, X, codes, P_net, batch,
+                            learn_unlabeled, predicted):
     """What `GenerativeReadout.combine` then `.learn` do for each mini-batch of `batch` rows
-    of `X` in turn, in one call: each row's class by the predictor chosen before its batch
+    of `X` in turn, in one call: each row's class by the expert chosen before its batch
     (`P_net`: the network's prediction of every row, made before its batch's update) into
-    `predicted`, then both scored on the batch's named labeled rows, then the batch learnt
-    (the DHBM's one-call run)."""
+    `predicted`, then the experts scored on the batch's named labeled rows, then the batch
+    learnt (the DHBM's one-call run). `clusters`: `ClusterState.arrays`."""
+    log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state = clusters
     C = counts.shape[1]
-    G = np.empty((batch, C))
+    G, H, A = np.empty((batch, C)), np.empty((batch, C)), np.empty((batch, C))
     work = np.empty((STAGES, batch, C))
     for b in range(X.shape[0] // batch):
         lo = b * batch
         Xb, cb, Pb = X[lo : lo + batch], codes[lo : lo + batch], P_net[lo : lo + batch]
         readout_proba(counts, sums, Xb, G)
-        chosen = G if losses[READOUT] < losses[NETWORK] else Pb
+        cluster_proba(log_w, means, inv_var, names, state[1] == 1, Xb, H)
+        _experts(Pb, G, H, A)
+        who = choose(scores)
         for r in range(batch):
-            predicted[lo + r] = np.argmax(chosen[r])
-        named = 0
-        for r in range(batch):
-            if cb[r] >= 0 and counts[0, cb[r]] > 0.0:
-                named += 1
-        if named:
-            Pl, Gl, cl = np.empty((named, C)), np.empty((named, C)), np.empty(named, np.int64)
-            i = 0
-            for r in range(batch):
-                if cb[r] >= 0 and counts[0, cb[r]] > 0.0:
-                    for k in range(C):
-                        Pl[i, k], Gl[i, k] = Pb[r, k], G[r, k]
-                    cl[i] = cb[r]
-                    i += 1
-            score(losses, NETWORK, Pl, cl)
-            score(losses, READOUT, Gl, cl)
+            if who == NETWORK:
+                predicted[lo + r] = np.argmax(Pb[r])
+            elif who == CLASSES:
+                predicted[lo + r] = np.argmax(G[r])
+            else:
+                predicted[lo + r] = np.argmax(H[r] if who == CLUSTERS else A[r])
+        _score_batch(scores, counts, Pb, G, H, A, cb)
         readout_learn(counts, sums, Xb, cb, batch, learn_unlabeled, work)
+        cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state,
+                      Xb, cb, batch, learn_unlabeled)
 
 
 class GenerativeReadout:
-    """The readout's state: `counts [STAGES + 1, C]`, `sums [STAGES + 1, C, d]` and the decayed
-    log-losses of the network and the readout, `losses [2]`; grows a class at a time."""
+    """The readout's state: the class units' `counts [STAGES + 1, C]` and `sums [STAGES + 1,
+    C, d]`, the named clusters (`ClusterState`) and the experts' decayed log-losses and error
+    counts, `scores [2, len(EXPERTS)]`; grows a class at a time."""
 
     def __init__(self, n_features: int, n_classes: int = 0):
         self.counts = np.zeros((STAGES + 1, n_classes))
         self.sums = np.zeros((STAGES + 1, n_classes, n_features))
-        self.losses = np.zeros(2)
+        self.clusters = ClusterState(n_features, n_classes)
+        self.scores = np.zeros((2, len(EXPERTS)))
 
     def add_class(self) -> None:
         J, C, d = self.sums.shape
         self.counts = np.concatenate([self.counts, np.zeros((J, 1))], axis=1)
         self.sums = np.concatenate([self.sums, np.zeros((J, 1, d))], axis=1)
+        self.clusters.add_class()
 
     @property
-    def choice(self) -> bool:
-        """Whether the readout predicts now (its log-loss is below the network's)."""
-        return bool(self.losses[READOUT] < self.losses[NETWORK])
+    def choice(self) -> int:
+        """The index in `EXPERTS` of the one that predicts now (`NETWORK`: 0)."""
+        return int(choose(self.scores))
 
     def proba(self, X: np.ndarray) -> np.ndarray:
+        """The class units' `p(y | x)` of the rows `X`."""
         return readout_proba(self.counts, self.sums, X, np.empty((len(X), self.counts.shape[1])))
 
+    def _experts(self, P_net: np.ndarray, X: np.ndarray) -> tuple:
+        G, H = self.proba(X), self.clusters.proba(X)
+        A = np.empty_like(G)
+        _experts(P_net, G, H, A)
+        return P_net, G, H, A
+
     def combine(self, P_net: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """The prediction of the rows `X`: the readout's when it is chosen, else `P_net`."""
-        return self.proba(X) if self.choice else P_net
+        """The prediction of the rows `X` by the chosen expert (`P_net`: the network's)."""
+        who = self.choice
+        if who == NETWORK:
+            return P_net
+        if who == CLASSES:
+            return self.proba(X)
+        H = self.clusters.proba(X)
+        return H if who == CLUSTERS else 0.5 * (P_net + H)
 
     def learn(self, X, codes, P_net_labeled, learn_unlabeled: bool) -> None:
-        """One mini-batch: score the network and the readout on its labeled rows (`P_net_labeled`: the network's
-        prediction of them, before its update), then learn every row."""
+        """One mini-batch: score the experts on its labeled rows (`P_net_labeled`: the
+        network's prediction of them, before its update), then learn every row."""
         labeled = codes >= 0
-        # a class's first labels score nothing: the readout cannot know a class no label named
-        named = self.counts[0, codes[labeled]] > 0.0
-        if named.any():
-            score(self.losses, NETWORK, P_net_labeled[named], codes[labeled][named])
-            score(self.losses, READOUT, self.proba(X[labeled][named]), codes[labeled][named])
+        if labeled.any():
+            XL = X[labeled]
+            _score_batch(self.scores, self.counts, *self._experts(P_net_labeled, XL),
+                         codes[labeled])
         work = np.empty((STAGES, len(X), self.counts.shape[1]))
         readout_learn(self.counts, self.sums, X, codes, len(X), learn_unlabeled, work)
+        self.clusters.learn(X, codes, learn_unlabeled)
