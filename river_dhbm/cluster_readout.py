@@ -36,10 +36,11 @@ from river_dhbm.kernels import _JIT
 
 __all__ = ["ClusterState", "cluster_learn", "cluster_posteriors", "cluster_proba"]
 
-CLUSTERS = 24  # components (DESIGN: 12-24 named Gaussians reach 0.15-0.17 on Waveform)
-BUFFER = 5_000  # the recent rows a fit sees
-REFIT = 20_000  # rows between fits (prototype: every 5,000 rows gains nothing measurable)
-EM_STEPS = 10  # batch EM steps per start
+CLUSTERS = 16  # components (DESIGN: 12-24 named Gaussians reach 0.15-0.17 on Waveform)
+BUFFER = 10_000  # the recent rows a fit sees
+REFIT = 25_000  # rows between fits (prototype: every 5,000 rows gains nothing measurable)
+EM_STEPS = 10  # batch EM steps from a fresh start
+WARM_STEPS = 5  # batch EM steps from the clusters it has (already near an optimum)
 VARIANCE_FLOOR = 0.05  # a cluster's variance floor, as a share of the ring's variance
 NAME_PRIOR = 0.1  # pseudo-count of every class in every cluster's name
 LABEL_RING = 500  # labeled rows kept to name the clusters again after a fit
@@ -48,32 +49,29 @@ _EMPTY = 1e-8  # a cluster whose weight falls below this keeps its previous para
 
 
 @njit(**_JIT)
-def _log_joint(log_w, means, inv_var, X, r, out):
-    """`log p(x_r, c)` up to a shared constant, for every cluster `c`, into `out [M]`; returns
-    its maximum."""
-    M, d = means.shape
-    top = -np.inf
-    for c in range(M):
-        q = 0.0
-        for j in range(d):
-            e = X[r, j] - means[c, j]
-            q += e * e * inv_var[c, j]
-        out[c] = log_w[c] - 0.5 * q
-        top = max(top, out[c])
-    return top
-
-
-@njit(**_JIT)
 def cluster_posteriors(log_w, means, inv_var, X, n, R):
     """`p(cluster | x)` of the first `n` rows of `X` into `R [n, M]`; returns the rows' summed
     log-likelihood (up to a constant)."""
-    M = means.shape[0]
+    M, d = means.shape
+    # clusters innermost (transposed copies): the loop over them vectorises
+    mu_t, iv_t = means.T.copy(), inv_var.T.copy()
     total = 0.0
     for r in range(n):
-        top = _log_joint(log_w, means, inv_var, X, r, R[r])
+        for c in range(M):
+            R[r, c] = 0.0
+        for j in range(d):
+            x = X[r, j]
+            for c in range(M):
+                e = x - mu_t[j, c]
+                R[r, c] += e * e * iv_t[j, c]
+        top = -np.inf
+        for c in range(M):
+            R[r, c] = log_w[c] - 0.5 * R[r, c]
+            top = max(top, R[r, c])
         z = 0.0
         for c in range(M):
-            R[r, c] = np.exp(R[r, c] - top)
+            # a cluster 40 nats below the best has a posterior under 1e-17: no exp for it
+            R[r, c] = np.exp(R[r, c] - top) if R[r, c] - top > -40.0 else 0.0
             z += R[r, c]
         for c in range(M):
             R[r, c] /= z
@@ -115,11 +113,11 @@ def _m_step(buffer, R, floor, log_w, means, inv_var):
 
 
 @njit(**_JIT)
-def _em(buffer, floor, log_w, means, inv_var, R):
-    """`EM_STEPS` steps of batch EM on the ring from the given parameters; returns the ring's
+def _em(buffer, floor, log_w, means, inv_var, R, steps):
+    """`steps` steps of batch EM on the ring from the given parameters; returns the ring's
     log-likelihood under the result."""
     N = buffer.shape[0]
-    for _ in range(EM_STEPS):
+    for _ in range(steps):
         cluster_posteriors(log_w, means, inv_var, buffer, N, R)
         _m_step(buffer, R, floor, log_w, means, inv_var)
     return cluster_posteriors(log_w, means, inv_var, buffer, N, R)
@@ -127,8 +125,9 @@ def _em(buffer, floor, log_w, means, inv_var, R):
 
 @njit(**_JIT)
 def cluster_fit(buffer, floor, log_w, means, inv_var, fitted):
-    """Fit the clusters to the ring: EM from evenly spaced ring rows with the ring's variances,
-    and (when `fitted`) EM from the present parameters; keep the likelier."""
+    """Fit the clusters to the ring: `EM_STEPS` of EM from evenly spaced ring rows with the
+    ring's variances, and (when `fitted`) `WARM_STEPS` from the present parameters; keep the
+    likelier."""
     N, d = buffer.shape
     M = means.shape[0]
     f_log_w, f_means, f_inv_var = np.empty(M), np.empty((M, d)), np.empty((M, d))
@@ -148,9 +147,9 @@ def cluster_fit(buffer, floor, log_w, means, inv_var, fitted):
     for c in range(M):
         f_log_w[c] = 0.0
     R = np.empty((N, M))
-    fresh = _em(buffer, floor, f_log_w, f_means, f_inv_var, R)
+    fresh = _em(buffer, floor, f_log_w, f_means, f_inv_var, R, EM_STEPS)
     if fitted:
-        warm = _em(buffer, floor, log_w, means, inv_var, R)
+        warm = _em(buffer, floor, log_w, means, inv_var, R, WARM_STEPS)
         if warm >= fresh:
             return
     log_w[:] = f_log_w
@@ -173,9 +172,10 @@ def _name(names, R, codes, n, keep):
 
 @njit(**_JIT)
 def cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state, X,
-                  codes, n, learn_unlabeled):
-    """Learn the first `n` rows of `(X, codes)` (codes: class index, -1 unlabeled). `state
-    [3]` int64: rows seen, whether fitted, labels seen."""
+                  codes, n, learn_unlabeled, R):
+    """Learn the first `n` rows of `(X, codes)` (codes: class index, -1 unlabeled; `R`: their
+    posteriors under the clusters, once fitted). `state [3]` int64: rows seen, whether fitted,
+    labels seen."""
     B, L = buffer.shape[0], ring_X.shape[0]
     keep = 1.0 - 1.0 / LABELED_WINDOW
     due = False
@@ -197,25 +197,22 @@ def cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_code
         for i in range(held):  # the ring's labels, oldest first
             slot = (state[2] - held + i) % L
             Xl[i], cl[i] = ring_X[slot], ring_codes[slot]
-        R = np.empty((held, means.shape[0]))
-        cluster_posteriors(log_w, means, inv_var, Xl, held, R)
-        _name(names, R, cl, held, keep)
+        Rl = np.empty((held, means.shape[0]))
+        cluster_posteriors(log_w, means, inv_var, Xl, held, Rl)
+        _name(names, Rl, cl, held, keep)
     elif state[1] == 1:
-        R = np.empty((n, means.shape[0]))
-        cluster_posteriors(log_w, means, inv_var, X, n, R)
         _name(names, R, codes, n, keep)
 
 
 @njit(**_JIT)
-def cluster_proba(log_w, means, inv_var, names, fitted, X, out):
-    """`p(y | x) = sum_c p(c | x) p(y | c)` of the rows `X` into `out [n, C]`; uniform before
-    the first fit."""
+def cluster_proba(log_w, means, inv_var, names, fitted, X, out, R):
+    """`p(y | x) = sum_c p(c | x) p(y | c)` of the rows `X` into `out [n, C]`, their cluster
+    posteriors into `R [n, M]`; uniform before the first fit (`R` untouched)."""
     n, C = out.shape
     if not fitted:
         out[:] = 1.0 / C
         return out
     M = names.shape[0]
-    R = np.empty((n, M))
     cluster_posteriors(log_w, means, inv_var, X, n, R)
     named = np.zeros(C, dtype=np.bool_)
     p_class = np.empty((M, C))
@@ -262,8 +259,12 @@ class ClusterState:
                 self.ring_X, self.ring_codes, self.state)
 
     def learn(self, X: np.ndarray, codes: np.ndarray, learn_unlabeled: bool) -> None:
-        cluster_learn(*self.arrays, X, codes, len(X), learn_unlabeled)
+        R = np.empty((len(X), CLUSTERS))
+        if self.state[1]:
+            cluster_posteriors(self.log_w, self.means, self.inv_var, X, len(X), R)
+        cluster_learn(*self.arrays, X, codes, len(X), learn_unlabeled, R)
 
     def proba(self, X: np.ndarray) -> np.ndarray:
         return cluster_proba(self.log_w, self.means, self.inv_var, self.names,
-                             bool(self.state[1]), X, np.empty((len(X), self.names.shape[1])))
+                             bool(self.state[1]), X, np.empty((len(X), self.names.shape[1])),
+                             np.empty((len(X), CLUSTERS)))

@@ -228,12 +228,13 @@ def readout_test_then_train(counts, sums, scores, clusters, X, codes, P_net, bat
     log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state = clusters
     C = counts.shape[1]
     G, H, A = np.empty((batch, C)), np.empty((batch, C)), np.empty((batch, C))
+    R = np.empty((batch, means.shape[0]))
     work = np.empty((STAGES, batch, C))
     for b in range(X.shape[0] // batch):
         lo = b * batch
         Xb, cb, Pb = X[lo : lo + batch], codes[lo : lo + batch], P_net[lo : lo + batch]
         readout_proba(counts, sums, Xb, G)
-        cluster_proba(log_w, means, inv_var, names, state[1] == 1, Xb, H)
+        cluster_proba(log_w, means, inv_var, names, state[1] == 1, Xb, H, R)
         _experts(Pb, G, H, A)
         who = choose(scores)
         for r in range(batch):
@@ -246,7 +247,7 @@ def readout_test_then_train(counts, sums, scores, clusters, X, codes, P_net, bat
         _score_batch(scores, counts, Pb, G, H, A, cb)
         readout_learn(counts, sums, Xb, cb, batch, learn_unlabeled, work)
         cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state,
-                      Xb, cb, batch, learn_unlabeled)
+                      Xb, cb, batch, learn_unlabeled, R)
 
 
 class GenerativeReadout:

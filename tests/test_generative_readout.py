@@ -103,14 +103,22 @@ def test_the_class_sums_follow_a_changed_concept():
 def test_the_choice_goes_to_whichever_predicts_the_labels():
     P_good = np.array([[0.9, 0.1], [0.2, 0.8]])
     P_poor = P_good[:, ::-1].copy()
+    P_sure = np.array([[0.99, 0.01], [0.4, 0.6]])  # as many errors as P_good, smaller log-loss
     codes = np.array([0, 1])
     readout = gr.GenerativeReadout(2)
-    assert readout.choice is False  # no evidence yet: the network alone
-    for P_net, P_readout, chosen in ((P_good, P_poor, False), (P_poor, P_good, True)):
-        readout.losses[:] = 0.0
-        gr.score(readout.losses, gr.NETWORK, P_net, codes)
-        gr.score(readout.losses, gr.READOUT, P_readout, codes)
-        assert readout.choice is chosen
+    assert readout.choice == gr.NETWORK  # no evidence yet: the network alone
+    cases = (
+        ((P_good, P_poor, P_poor, P_poor), gr.NETWORK),
+        ((P_poor, P_good, P_poor, P_poor), gr.CLASSES),  # the class units by log-loss
+        ((P_poor, P_poor, P_good, P_poor), gr.CLUSTERS),  # the clusters by error count
+        ((P_poor, P_poor, P_poor, P_good), gr.AVERAGE),
+        ((P_good, P_poor, P_sure, P_good), gr.NETWORK),  # equal errors: the first
+    )
+    for predictions, chosen in cases:
+        readout.scores[:] = 0.0
+        for who, P in enumerate(predictions):
+            gr.score(readout.scores, who, P, codes)
+        assert readout.choice == chosen
 
 
 @pytest.mark.parametrize("cls", MODELS)
@@ -137,7 +145,8 @@ def test_without_unlabeled_rows_the_readout_is_naive_bayes_of_the_labels(cls):
         b.learn_arrays(X2, y, labeled)
         same = np.array_equal(a._readout.sums, b._readout.sums)
         assert same == (not learn_unlabeled)
-        assert same == np.array_equal(a._readout.losses, b._readout.losses)
+        assert same == np.array_equal(a._readout.scores, b._readout.scores)
+        assert same == np.array_equal(a._readout.clusters.buffer, b._readout.clusters.buffer)
 
 
 def test_on_scarce_led_labels_the_readout_joins_and_every_path_agrees():
@@ -159,6 +168,7 @@ def test_on_scarce_led_labels_the_readout_joins_and_every_path_agrees():
     copied.learn_arrays(X[:40], y[:40], labeled[:40])
     model.learn_arrays(X[:40], y[:40], labeled[:40])
     np.testing.assert_array_equal(copied._readout.sums, model._readout.sums)
+    np.testing.assert_array_equal(copied._readout.clusters.means, model._readout.clusters.means)
 
 
 @pytest.mark.parametrize("cls", MODELS)
@@ -181,7 +191,7 @@ def test_the_dhbms_one_call_run_equals_its_batches():
     exactly what predicting then learning each mini-batch does, the readout's switches included."""
     from test_test_then_train import _assert_same_model, _batch_by_batch
 
-    X, y, labeled = _led(8000, 0.01)
+    X, y, labeled = _led(14000, 0.01)  # past the clusters' first fit
     run, reference = DHBM(seed=4), DHBM(seed=4)
     for m in (run, reference):
         m.learn_arrays(X[:2000], y[:2000])  # every class known
@@ -190,3 +200,7 @@ def test_the_dhbms_one_call_run_equals_its_batches():
     np.testing.assert_array_equal(predicted, expected)
     _assert_same_model(run, reference, X[:50])
     assert run._readout.choice  # the readout took over in this run
+    assert run._readout.clusters.state[1] == 1  # and the clusters were fitted in it
+    for a, b in zip(run._readout.clusters.arrays, reference._readout.clusters.arrays):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(run._readout.scores, reference._readout.scores)

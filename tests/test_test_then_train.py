@@ -51,8 +51,10 @@ def _assert_same_model(a, b, X):
     np.testing.assert_array_equal(a._theta, b._theta)
     assert a.classes_ == b.classes_
     if a._readout is not None or b._readout is not None:
-        for name in ("counts", "sums", "losses"):
+        for name in ("counts", "sums", "scores"):
             np.testing.assert_array_equal(getattr(a._readout, name), getattr(b._readout, name))
+        for x, z in zip(a._readout.clusters.arrays, b._readout.clusters.arrays):
+            np.testing.assert_array_equal(x, z)
     assert (a.n_updates, a.n_labeled_seen, a._n_buf) == (b.n_updates, b.n_labeled_seen, b._n_buf)
     np.testing.assert_array_equal(a.predict_proba_arrays(X), b.predict_proba_arrays(X))
 
