@@ -94,8 +94,10 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         labeled row of that class (a proxy label), once 50 labeled rows have been seen;
         `None`: no proxy labels.
     generative_readout
-        Whether class-conditional units fitted to every row by online EM may predict instead
-        of the network, when they do better on the labels (`river_dhbm.generative_readout`).
+        Whether generative models fitted to every row and named by the labels may predict
+        instead of the network, when they do better on the labels: class-conditional units
+        learnt by online EM, Gaussian clusters of the recent rows, or the clusters averaged
+        with the network (`river_dhbm.generative_readout`).
     dtype
         Precision of the parameters and of the update's arithmetic: `"float64"`, or
         `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
