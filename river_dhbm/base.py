@@ -283,7 +283,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     @property
     def _readout_chosen(self) -> bool:
         """Whether the generative readout predicts now, not the network."""
-        return self._readout is not None and self._readout.choice
+        return self._readout is not None and self._readout.choice != 0  # 0: the network
 
     def _posterior(self, X: np.ndarray) -> np.ndarray:
         """The prediction `p(y | x)` of validated rows: the network's (`_proba`), or the

@@ -153,7 +153,7 @@ def test_on_scarce_led_labels_the_readout_joins_and_every_path_agrees():
     X, y, labeled = _led(6000, 0.01)
     model = DHBM(seed=0)
     model.test_then_train_arrays(X, y, labeled)
-    assert model._readout.choice  # LED is a product-Bernoulli mixture: the readout joins
+    assert model._readout.choice == gr.CLASSES  # LED is a product-Bernoulli mixture
     rows = X[:30]
     P = model.predict_proba_arrays(rows)
     net = model._proba(rows)
@@ -199,8 +199,23 @@ def test_the_dhbms_one_call_run_equals_its_batches():
     expected = _batch_by_batch(reference, X[2000:], y[2000:], labeled[2000:], 20)
     np.testing.assert_array_equal(predicted, expected)
     _assert_same_model(run, reference, X[:50])
-    assert run._readout.choice  # the readout took over in this run
+    assert run._readout.choice == gr.CLASSES  # the class units took over in this run
     assert run._readout.clusters.state[1] == 1  # and the clusters were fitted in it
     for a, b in zip(run._readout.clusters.arrays, reference._readout.clusters.arrays):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(run._readout.scores, reference._readout.scores)
+
+
+def test_on_scarce_waveform_labels_the_named_clusters_join():
+    """Waveform's classes are not product distributions: the class units lose, and the
+    clusters (alone or averaged with the network) make fewer errors than the young network."""
+    from evaluation.registry import make_stream
+
+    X, y = next(make_stream("waveform-stationary", 0).iter_arrays(60_000))
+    labeled = np.random.default_rng(0).random(len(X)) < 0.01
+    model = DHBM(seed=0)
+    model.test_then_train_arrays(X, y, labeled)
+    assert model._readout.choice in (gr.CLUSTERS, gr.AVERAGE)
+    scores = model._readout.scores
+    assert scores[gr.LOG_LOSS, gr.CLASSES] > scores[gr.LOG_LOSS, gr.CLUSTERS]
+    assert scores[gr.ERRORS, model._readout.choice] < scores[gr.ERRORS, gr.NETWORK]
