@@ -109,7 +109,7 @@ def _m_step(buffer, R, floor, log_w, means, inv_var):
             m = s[c, j] / w[c]
             means[c, j] = m
             var = q[c, j] / w[c] - m * m
-            var = var if var > floor[j] else floor[j]
+            var = max(var, floor[j])
             # the log-normaliser enters through the weight: fold -0.5 log var into it
             log_w[c] -= 0.5 * np.log(var)
             inv_var[c, j] = 1.0 / var

@@ -55,7 +55,7 @@ from numba import njit
 from river_dhbm.cluster_readout import ClusterState, cluster_learn, cluster_proba
 from river_dhbm.kernels import _JIT
 
-__all__ = ["EXPERTS", "GenerativeReadout", "STAGES"]
+__all__ = ["EXPERTS", "STAGES", "GenerativeReadout"]
 
 STAGES = 2  # EM steps between the labels and the predicting stage
 # The windows trade following drift against noise (prototype, LED seeds 11-13, mean faded
@@ -189,13 +189,14 @@ def score(scores, who, P, codes):
 
 
 @njit(**_JIT)
-def choose(scores):
+def choose(scores, fitted):
     """The expert that predicts: of the network, the clusters and their average the one with
-    the fewest recent errors (the first on ties), unless the class units have a smaller
-    log-loss than it."""
+    the fewest recent errors (the first on ties; the clusters and the average only once the
+    clusters are `fitted`: before, they are the uniform guess and the network blurred by it),
+    unless the class units have a smaller log-loss than it."""
     best = NETWORK
     for who in (CLUSTERS, AVERAGE):
-        if scores[ERRORS, who] < scores[ERRORS, best]:
+        if fitted and scores[ERRORS, who] < scores[ERRORS, best]:
             best = who
     return CLASSES if scores[LOG_LOSS, CLASSES] < scores[LOG_LOSS, best] else best
 
@@ -213,7 +214,7 @@ def _experts(P_net, G, H, A):
 def _score_batch(scores, counts, P_net, G, H, A, codes):
     """Score every expert on the mini-batch's named labeled rows (a class's first labels score
     nothing: the readout cannot know a class no label named)."""
-    n, C = P_net.shape
+    n = P_net.shape[0]
     named = 0
     for r in range(n):
         if codes[r] >= 0 and counts[0, codes[r]] > 0.0:
@@ -249,7 +250,7 @@ def readout_test_then_train(counts, sums, scores, clusters, X, codes, P_net, bat
     for b in range(X.shape[0] // batch):
         lo = b * batch
         Xb, cb, Pb = X[lo : lo + batch], codes[lo : lo + batch], P_net[lo : lo + batch]
-        who = choose(scores)
+        who = choose(scores, state[1] == 1)
         labeled = False
         for r in range(batch):
             labeled |= cb[r] >= 0
@@ -294,7 +295,7 @@ class GenerativeReadout:
     @property
     def choice(self) -> int:
         """The index in `EXPERTS` of the one that predicts now (`NETWORK`: 0)."""
-        return int(choose(self.scores))
+        return int(choose(self.scores, self.clusters.state[1] == 1))
 
     def proba(self, X: np.ndarray) -> np.ndarray:
         """The class units' `p(y | x)` of the rows `X`."""

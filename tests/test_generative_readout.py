@@ -114,11 +114,18 @@ def test_the_choice_goes_to_whichever_predicts_the_labels():
         ((P_poor, P_poor, P_poor, P_good), gr.AVERAGE),
         ((P_good, P_poor, P_sure, P_good), gr.NETWORK),  # equal errors: the first
     )
+    readout.clusters.state[1] = 1  # fitted
     for predictions, chosen in cases:
         readout.scores[:] = 0.0
         for who, P in enumerate(predictions):
             gr.score(readout.scores, who, P, codes)
         assert readout.choice == chosen
+    readout.scores[:] = 0.0
+    for who, P in enumerate((P_poor, P_poor, P_good, P_good)):
+        gr.score(readout.scores, who, P, codes)
+    assert readout.choice == gr.CLUSTERS
+    readout.clusters.state[1] = 0  # before their first fit neither can win
+    assert readout.choice == gr.NETWORK
 
 
 @pytest.mark.parametrize("cls", MODELS)
