@@ -202,9 +202,9 @@ def choose(scores, fitted):
 
 
 @njit(**_JIT)
-def _experts(P_net, G, H, A):
-    """The average expert `A = (P_net + H) / 2` of the network's and the clusters' predictions
-    (`G`, the class units', is already in place)."""
+def _average(P_net, H, A):
+    """The average expert, `A = (P_net + H) / 2`, of the network's and the clusters'
+    predictions."""
     for r in range(A.shape[0]):
         for k in range(A.shape[1]):
             A[r, k] = 0.5 * (P_net[r, k] + H[r, k])
@@ -260,7 +260,7 @@ def readout_test_then_train(counts, sums, scores, clusters, X, codes, P_net, bat
             readout_proba(counts, sums, Xb, G)
         if who >= CLUSTERS or labeled:
             cluster_proba(log_w, means, inv_var, names, state[1] == 1, Xb, H, R)
-            _experts(Pb, G, H, A)
+            _average(Pb, H, A)
         for r in range(batch):
             if who == NETWORK:
                 predicted[lo + r] = np.argmax(Pb[r])
@@ -301,10 +301,12 @@ class GenerativeReadout:
         """The class units' `p(y | x)` of the rows `X`."""
         return readout_proba(self.counts, self.sums, X, np.empty((len(X), self.counts.shape[1])))
 
-    def _experts(self, P_net: np.ndarray, X: np.ndarray) -> tuple:
+    def _predictions(self, P_net: np.ndarray, X: np.ndarray) -> tuple:
+        """Every expert's prediction of the rows `X` (`P_net`: the network's), in `EXPERTS`
+        order."""
         G, H = self.proba(X), self.clusters.proba(X)
         A = np.empty_like(G)
-        _experts(P_net, G, H, A)
+        _average(P_net, H, A)
         return P_net, G, H, A
 
     def combine(self, P_net: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -323,7 +325,7 @@ class GenerativeReadout:
         labeled = codes >= 0
         if labeled.any():
             XL = X[labeled]
-            _score_batch(self.scores, self.counts, *self._experts(P_net_labeled, XL),
+            _score_batch(self.scores, self.counts, *self._predictions(P_net_labeled, XL),
                          codes[labeled])
         work = np.empty((STAGES, len(X), self.counts.shape[1]))
         readout_learn(self.counts, self.sums, X, codes, len(X), learn_unlabeled, work)
