@@ -7,7 +7,7 @@ segment, and the segments share their ends. Class-conditional models fitted to u
 move away from the classes (measured in `docs/results.md`), but many small clusters, each
 named by the labeled rows that fall in it, follow the segments: on their own they reach about
 0.17 at 0.1 % labels on the stationary Waveform and 0.175 on the drifting one (seeds 11-13),
-where the networks reach 0.17-0.19 and 0.24-0.25 from the labels alone.
+where the DHBM's and DHDA's networks reach 0.18-0.19 and 0.25.
 
 How it learns (`cluster_learn`, one call per mini-batch):
 
