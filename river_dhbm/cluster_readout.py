@@ -12,7 +12,8 @@ where the DHBM's and DHDA's networks reach 0.18-0.19 and 0.25.
 How it learns (`cluster_learn`, one call per mini-batch):
 
 - the rows it may learn from (every row; the labeled ones only without `learn_unlabeled`) go
-  into a ring of the last `BUFFER` rows;
+  into a ring of the last `BUFFER` rows (fewer for inputs wider than 250 features:
+  `ring_rows`);
 - when the ring first fills, and every `REFIT` rows after, `cluster_fit` runs batch EM on the
   ring twice: from evenly spaced ring rows (a fresh start, which is what follows drift:
   warm-started EM stays in the old concept's partition, measured 0.28-0.34 on the drifting
@@ -40,7 +41,8 @@ __all__ = ["ClusterState", "cluster_learn", "cluster_posteriors", "cluster_proba
 # clusters 0.184 / 0.190; 16 clusters 0.177 / 0.185; 16 clusters, 10,000 rows, every 25,000:
 # 0.167 / 0.175; every 50,000: 0.179 / 0.176. The fits are most of the readout's cost.
 CLUSTERS = 16  # components
-BUFFER = 10_000  # the recent rows a fit sees
+BUFFER = 10_000  # the recent rows a fit sees ...
+RING_FLOATS = 2_500_000  # ... unless that would hold more numbers (20 MB): wide inputs get fewer
 REFIT = 25_000  # rows between fits
 EM_STEPS = 10  # batch EM steps from a fresh start
 WARM_STEPS = 5  # batch EM steps from the clusters it has (already near an optimum)
@@ -240,6 +242,12 @@ def cluster_proba(log_w, means, inv_var, names, fitted, X, out, R):
     return out
 
 
+def ring_rows(n_features: int) -> int:
+    """Rows in the ring of recent rows: `BUFFER`, fewer for inputs so wide that the ring would
+    hold more than `RING_FLOATS` numbers (never fewer than 10 rows a cluster)."""
+    return max(min(BUFFER, RING_FLOATS // max(n_features, 1)), 10 * CLUSTERS)
+
+
 class ClusterState:
     """The clusters' arrays; grows a class at a time."""
 
@@ -248,7 +256,7 @@ class ClusterState:
         self.log_w, self.means, self.inv_var = np.zeros(M), np.zeros((M, d)), np.ones((M, d))
         self.floor = np.zeros(d)
         self.names = np.zeros((M, n_classes))
-        self.buffer = np.zeros((BUFFER, d))
+        self.buffer = np.zeros((ring_rows(d), d))
         self.ring_X, self.ring_codes = np.zeros((LABEL_RING, d)), np.zeros(LABEL_RING, np.int64)
         self.state = np.zeros(3, dtype=np.int64)
 

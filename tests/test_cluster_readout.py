@@ -118,3 +118,10 @@ def test_a_class_can_join_at_any_time(n_classes):
     clusters = cr.ClusterState(2, n_classes)
     clusters.add_class()
     assert clusters.names.shape == (cr.CLUSTERS, n_classes + 1)
+
+
+def test_wide_inputs_get_a_smaller_ring():
+    assert cr.ClusterState(40).buffer.shape == (cr.BUFFER, 40)
+    wide = cr.ClusterState(5_000)
+    assert wide.buffer.size <= cr.RING_FLOATS and wide.buffer.shape[0] >= 10 * cr.CLUSTERS
+    assert cr.ring_rows(10**9) == 10 * cr.CLUSTERS
