@@ -29,6 +29,7 @@ import numpy as np
 from river import base
 
 from .buffer import MiniBatchBuffer
+from .generative_readout import NETWORK
 from .inputs import (  # noqa: F401 (re-exported: the names base.py always had)
     _PLAIN_NUMBERS,
     InputChecks,
@@ -283,7 +284,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     @property
     def _readout_chosen(self) -> bool:
         """Whether the generative readout predicts now, not the network."""
-        return self._readout is not None and self._readout.choice != 0  # 0: the network
+        return self._readout is not None and self._readout.choice != NETWORK
 
     def _posterior(self, X: np.ndarray) -> np.ndarray:
         """The prediction `p(y | x)` of validated rows: the network's (`_proba`), or the

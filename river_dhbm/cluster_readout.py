@@ -271,7 +271,7 @@ class ClusterState:
 
     def learn(self, X: np.ndarray, codes: np.ndarray, learn_unlabeled: bool) -> None:
         R = np.empty((len(X), CLUSTERS))
-        if self.state[1]:
+        if self.state[1] and (codes >= 0).any():  # only the labeled rows' posteriors are used
             cluster_posteriors(self.log_w, self.means, self.inv_var, X, len(X), R)
         cluster_learn(*self.arrays, X, codes, len(X), learn_unlabeled, R)
 

@@ -204,10 +204,11 @@ def choose(scores, fitted):
 @njit(**_JIT)
 def _average(P_net, H, A):
     """The average expert, `A = (P_net + H) / 2`, of the network's and the clusters'
-    predictions."""
+    predictions (returns `A`)."""
     for r in range(A.shape[0]):
         for k in range(A.shape[1]):
             A[r, k] = 0.5 * (P_net[r, k] + H[r, k])
+    return A
 
 
 @njit(**_JIT)
@@ -305,9 +306,7 @@ class GenerativeReadout:
         """Every expert's prediction of the rows `X` (`P_net`: the network's), in `EXPERTS`
         order."""
         G, H = self.proba(X), self.clusters.proba(X)
-        A = np.empty_like(G)
-        _average(P_net, H, A)
-        return P_net, G, H, A
+        return P_net, G, H, _average(P_net, H, np.empty_like(H))
 
     def combine(self, P_net: np.ndarray, X: np.ndarray) -> np.ndarray:
         """The prediction of the rows `X` by the chosen expert (`P_net`: the network's)."""
@@ -317,7 +316,7 @@ class GenerativeReadout:
         if who == CLASSES:
             return self.proba(X)
         H = self.clusters.proba(X)
-        return H if who == CLUSTERS else 0.5 * (P_net + H)
+        return H if who == CLUSTERS else _average(P_net, H, np.empty_like(H))
 
     def learn(self, X, codes, P_net_labeled, learn_unlabeled: bool) -> None:
         """One mini-batch: score the experts on its labeled rows (`P_net_labeled`: the
