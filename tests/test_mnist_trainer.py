@@ -34,11 +34,16 @@ def test_schedule_in_labeled_epochs_becomes_updates():
     assert params["batch_size"] == 20 and params["hidden_sizes"] == (784, 784, 784)
 
 
+def _stand_in_spec(epochs):
+    """The stand-in model's trial on the digits: 50 labels, 200 validation images."""
+    return mnist.TrialSpec(model="standin", trial=0, seed=5, split_seed=6, labels=50,
+                           validation=200, epochs=epochs, labeled_per_batch=5,
+                           unlabeled_per_batch=15, params={"learning_rate": 0.5})
+
+
 def test_pipeline_learns_digits_with_stand_in():
     data = digits_as_mnist()
-    spec = mnist.TrialSpec(model="standin", trial=0, seed=5, split_seed=6, labels=50,
-                           validation=200, epochs=3, labeled_per_batch=5, unlabeled_per_batch=15,
-                           params={"learning_rate": 0.5})
+    spec = _stand_in_spec(epochs=3)
     models = []
 
     def make(spec, d, c):
@@ -93,9 +98,7 @@ def test_workers_get_one_blas_thread_and_the_environment_is_restored(monkeypatch
 
 def test_progress_reports_the_validation_error_along_the_way():
     data = digits_as_mnist()
-    spec = mnist.TrialSpec(model="standin", trial=0, seed=5, split_seed=6, labels=50,
-                           validation=200, epochs=1, labeled_per_batch=5, unlabeled_per_batch=15,
-                           params={"learning_rate": 0.5})
+    spec = _stand_in_spec(epochs=1)
     calls = []
     result = mnist.run_trial(spec, data, make_model=stand_in, chunk_updates=10,
                              validate_every=20, progress=lambda *a: calls.append(a))
