@@ -179,8 +179,8 @@ def _name(names, R, codes, n, keep):
 def cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state, X,
                   codes, n, learn_unlabeled, R):
     """Learn the first `n` rows of `(X, codes)` (codes: class index, -1 unlabeled; `R`: their
-    posteriors under the clusters, once fitted). `state [3]` int64: rows seen, whether fitted,
-    labels seen."""
+    posteriors under the clusters, once fitted); returns whether it refitted the clusters.
+    `state [3]` int64: rows seen, whether fitted, labels seen."""
     B, L = buffer.shape[0], ring_X.shape[0]
     keep = 1.0 - 1.0 / LABELED_WINDOW
     due = False
@@ -207,6 +207,7 @@ def cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_code
         _name(names, Rl, cl, held, keep)
     elif state[1] == 1:
         _name(names, R, codes, n, keep)
+    return due
 
 
 @njit(**_JIT)
@@ -269,11 +270,12 @@ class ClusterState:
         return (self.log_w, self.means, self.inv_var, self.floor, self.names, self.buffer,
                 self.ring_X, self.ring_codes, self.state)
 
-    def learn(self, X: np.ndarray, codes: np.ndarray, learn_unlabeled: bool) -> None:
+    def learn(self, X: np.ndarray, codes: np.ndarray, learn_unlabeled: bool) -> bool:
+        """Learn the rows; returns whether the clusters were refitted."""
         R = np.empty((len(X), CLUSTERS))
         if self.state[1] and (codes >= 0).any():  # only the labeled rows' posteriors are used
             cluster_posteriors(self.log_w, self.means, self.inv_var, X, len(X), R)
-        cluster_learn(*self.arrays, X, codes, len(X), learn_unlabeled, R)
+        return cluster_learn(*self.arrays, X, codes, len(X), learn_unlabeled, R)
 
     def proba(self, X: np.ndarray) -> np.ndarray:
         return cluster_proba(self.log_w, self.means, self.inv_var, self.names,

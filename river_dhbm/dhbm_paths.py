@@ -56,7 +56,8 @@ class DHBMPaths:
         )
         if readout is not None:  # its own pass over the run, on the network's predictions
             readout_test_then_train(readout.counts, readout.sums, readout.scores,
-                                    readout.clusters.arrays, X, codes, P_rows, self.batch_size,
+                                    readout.clusters.arrays, readout.plane.arrays, X, codes,
+                                    P_rows, self.batch_size,
                                     self.learn_unlabeled, predicted)
         self.n_updates += n_batches
         self.n_labeled_seen += int((codes >= 0).sum())

@@ -54,6 +54,7 @@ from numba import njit
 
 from river_dhbm.cluster_readout import ClusterState, cluster_learn, cluster_proba
 from river_dhbm.kernels import _JIT
+from river_dhbm.plane_readout import PlaneState, plane_learn, plane_proba
 
 __all__ = ["EXPERTS", "STAGES", "GenerativeReadout"]
 
@@ -66,10 +67,11 @@ UNLABELED_WINDOW = 5_000  # unlabeled rows the EM sums remember (1 / their decay
 LABELED_WINDOW = 250  # labeled rows the class sums remember
 WARM_UP = 10  # labels before unlabeled rows count
 CHOICE_WINDOW = 500  # labeled rows the experts' scores remember
-#: Who may predict: the network, the class units, the named clusters (`cluster_readout`) and
-#: the average of the network's and the clusters' predictions.
-EXPERTS = ("network", "classes", "clusters", "average")
-NETWORK, CLASSES, CLUSTERS, AVERAGE = range(4)
+#: Who may predict: the network, the class units, the named clusters (`cluster_readout`), the
+#: average of the network's and the clusters' predictions, and the Gaussian classes in the
+#: principal plane (`plane_readout`).
+EXPERTS = ("network", "classes", "clusters", "average", "plane")
+NETWORK, CLASSES, CLUSTERS, AVERAGE, PLANE = range(5)
 LOG_LOSS, ERRORS = 0, 1  # the rows of `GenerativeReadout.scores`
 _TINY = 1e-12
 MEAN_CLIP = 1e-3  # Bernoulli means stay in [MEAN_CLIP, 1 - MEAN_CLIP]
@@ -190,12 +192,12 @@ def score(scores, who, P, codes):
 
 @njit(**_JIT)
 def choose(scores, fitted):
-    """The expert that predicts: of the network, the clusters and their average the one with
-    the fewest recent errors (the first on ties; the clusters and the average only once the
-    clusters are `fitted`: before, they are the uniform guess and the network blurred by it),
+    """The expert that predicts: of the network, the clusters, their average and the plane the
+    one with the fewest recent errors (the first on ties; all but the network only once the
+    clusters are `fitted`: before, they are the uniform guess or the network blurred by it),
     unless the class units have a smaller log-loss than it."""
     best = NETWORK
-    for who in (CLUSTERS, AVERAGE):
+    for who in (CLUSTERS, AVERAGE, PLANE):
         if fitted and scores[ERRORS, who] < scores[ERRORS, best]:
             best = who
     return CLASSES if scores[LOG_LOSS, CLASSES] < scores[LOG_LOSS, best] else best
@@ -212,7 +214,7 @@ def _average(P_net, H, A):
 
 
 @njit(**_JIT)
-def _score_batch(scores, counts, P_net, G, H, A, codes):
+def _score_batch(scores, counts, P_net, G, H, A, Q, codes):
     """Score every expert on the mini-batch's named labeled rows (a class's first labels score
     nothing: the readout cannot know a class no label named)."""
     n = P_net.shape[0]
@@ -233,19 +235,23 @@ def _score_batch(scores, counts, P_net, G, H, A, codes):
     score(scores, CLASSES, G[rows], cl)
     score(scores, CLUSTERS, H[rows], cl)
     score(scores, AVERAGE, A[rows], cl)
+    score(scores, PLANE, Q[rows], cl)
 
 
 @njit(**_JIT)
-def readout_test_then_train(counts, sums, scores, clusters, X, codes, P_net, batch,
+def readout_test_then_train(counts, sums, scores, clusters, plane, X, codes, P_net, batch,
                             learn_unlabeled, predicted):
     """What `GenerativeReadout.combine` then `.learn` do for each mini-batch of `batch` rows
     of `X` in turn, in one call: each row's class by the expert chosen before its batch
     (`P_net`: the network's prediction of every row, made before its batch's update) into
     `predicted`, then the experts scored on the batch's named labeled rows, then the batch
-    learnt (the DHBM's one-call run). `clusters`: `ClusterState.arrays`."""
+    learnt (the DHBM's one-call run). `clusters`, `plane`: `ClusterState.arrays`,
+    `PlaneState.arrays`."""
     log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state = clusters
+    center, basis, moments, limits = plane
     C = counts.shape[1]
-    G, H, A = np.empty((batch, C)), np.empty((batch, C)), np.empty((batch, C))
+    G, H, A, Q = (np.empty((batch, C)), np.empty((batch, C)), np.empty((batch, C)),
+                  np.empty((batch, C)))
     R = np.empty((batch, means.shape[0]))
     work = np.empty((STAGES, batch, C))
     for b in range(X.shape[0] // batch):
@@ -259,32 +265,34 @@ def readout_test_then_train(counts, sums, scores, clusters, X, codes, P_net, bat
         # scarcely labeled stream have no label)
         if who == CLASSES or labeled:
             readout_proba(counts, sums, Xb, G)
-        if who >= CLUSTERS or labeled:
+        if who == CLUSTERS or who == AVERAGE or labeled:
             cluster_proba(log_w, means, inv_var, names, state[1] == 1, Xb, H, R)
             _average(Pb, H, A)
+        if who == PLANE or labeled:
+            plane_proba(center, basis, moments, limits, state[1] == 1, Xb, Q)
+        chosen = (Pb, G, H, A, Q)[who]
         for r in range(batch):
-            if who == NETWORK:
-                predicted[lo + r] = np.argmax(Pb[r])
-            elif who == CLASSES:
-                predicted[lo + r] = np.argmax(G[r])
-            else:
-                predicted[lo + r] = np.argmax(H[r] if who == CLUSTERS else A[r])
+            predicted[lo + r] = np.argmax(chosen[r])
         if labeled:
-            _score_batch(scores, counts, Pb, G, H, A, cb)
+            _score_batch(scores, counts, Pb, G, H, A, Q, cb)
         readout_learn(counts, sums, Xb, cb, batch, learn_unlabeled, work)
-        cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state,
-                      Xb, cb, batch, learn_unlabeled, R)
+        refitted = cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X,
+                                 ring_codes, state, Xb, cb, batch, learn_unlabeled, R)
+        plane_learn(center, basis, moments, limits, buffer, ring_X, ring_codes, state, refitted,
+                    Xb, cb, batch)
 
 
 class GenerativeReadout:
     """The readout's state: the class units' `counts [STAGES + 1, C]` and `sums [STAGES + 1,
-    C, d]`, the named clusters (`ClusterState`) and the experts' decayed log-losses and error
-    counts, `scores [2, len(EXPERTS)]`; grows a class at a time."""
+    C, d]`, the named clusters (`ClusterState`), the plane (`PlaneState`) and the experts'
+    decayed log-losses and error counts, `scores [2, len(EXPERTS)]`; grows a class at a
+    time."""
 
     def __init__(self, n_features: int, n_classes: int = 0):
         self.counts = np.zeros((STAGES + 1, n_classes))
         self.sums = np.zeros((STAGES + 1, n_classes, n_features))
         self.clusters = ClusterState(n_features, n_classes)
+        self.plane = PlaneState(n_features, n_classes)
         self.scores = np.zeros((2, len(EXPERTS)))
 
     def add_class(self) -> None:
@@ -292,6 +300,7 @@ class GenerativeReadout:
         self.counts = np.concatenate([self.counts, np.zeros((J, 1))], axis=1)
         self.sums = np.concatenate([self.sums, np.zeros((J, 1, d))], axis=1)
         self.clusters.add_class()
+        self.plane.add_class()
 
     @property
     def choice(self) -> int:
@@ -306,7 +315,11 @@ class GenerativeReadout:
         """Every expert's prediction of the rows `X` (`P_net`: the network's), in `EXPERTS`
         order."""
         G, H = self.proba(X), self.clusters.proba(X)
-        return P_net, G, H, _average(P_net, H, np.empty_like(H))
+        return P_net, G, H, _average(P_net, H, np.empty_like(H)), self._plane_proba(X)
+
+    def _plane_proba(self, X: np.ndarray) -> np.ndarray:
+        return plane_proba(*self.plane.arrays, bool(self.clusters.state[1]), X,
+                           np.empty((len(X), self.counts.shape[1])))
 
     def combine(self, P_net: np.ndarray, X: np.ndarray) -> np.ndarray:
         """The prediction of the rows `X` by the chosen expert (`P_net`: the network's)."""
@@ -315,6 +328,8 @@ class GenerativeReadout:
             return P_net
         if who == CLASSES:
             return self.proba(X)
+        if who == PLANE:
+            return self._plane_proba(X)
         H = self.clusters.proba(X)
         return H if who == CLUSTERS else _average(P_net, H, np.empty_like(H))
 
@@ -328,4 +343,5 @@ class GenerativeReadout:
                          codes[labeled])
         work = np.empty((STAGES, len(X), self.counts.shape[1]))
         readout_learn(self.counts, self.sums, X, codes, len(X), learn_unlabeled, work)
-        self.clusters.learn(X, codes, learn_unlabeled)
+        refitted = self.clusters.learn(X, codes, learn_unlabeled)
+        plane_learn(*self.plane.arrays, *self.clusters.arrays[5:], refitted, X, codes, len(X))

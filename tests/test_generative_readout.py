@@ -108,11 +108,12 @@ def test_the_choice_goes_to_whichever_predicts_the_labels():
     readout = gr.GenerativeReadout(2)
     assert readout.choice == gr.NETWORK  # no evidence yet: the network alone
     cases = (
-        ((P_good, P_poor, P_poor, P_poor), gr.NETWORK),
-        ((P_poor, P_good, P_poor, P_poor), gr.CLASSES),  # the class units by log-loss
-        ((P_poor, P_poor, P_good, P_poor), gr.CLUSTERS),  # the clusters by error count
-        ((P_poor, P_poor, P_poor, P_good), gr.AVERAGE),
-        ((P_good, P_poor, P_sure, P_good), gr.NETWORK),  # equal errors: the first
+        ((P_good, P_poor, P_poor, P_poor, P_poor), gr.NETWORK),
+        ((P_poor, P_good, P_poor, P_poor, P_poor), gr.CLASSES),  # the class units by log-loss
+        ((P_poor, P_poor, P_good, P_poor, P_poor), gr.CLUSTERS),  # the clusters by error count
+        ((P_poor, P_poor, P_poor, P_good, P_poor), gr.AVERAGE),
+        ((P_poor, P_poor, P_poor, P_poor, P_good), gr.PLANE),
+        ((P_good, P_poor, P_sure, P_good, P_sure), gr.NETWORK),  # equal errors: the first
     )
     readout.clusters.state[1] = 1  # fitted
     for predictions, chosen in cases:
@@ -121,10 +122,10 @@ def test_the_choice_goes_to_whichever_predicts_the_labels():
             gr.score(readout.scores, who, P, codes)
         assert readout.choice == chosen
     readout.scores[:] = 0.0
-    for who, P in enumerate((P_poor, P_poor, P_good, P_good)):
+    for who, P in enumerate((P_poor, P_poor, P_good, P_good, P_good)):
         gr.score(readout.scores, who, P, codes)
     assert readout.choice == gr.CLUSTERS
-    readout.clusters.state[1] = 0  # before their first fit neither can win
+    readout.clusters.state[1] = 0  # before their first fit none of them can win
     assert readout.choice == gr.NETWORK
 
 
@@ -208,21 +209,23 @@ def test_the_dhbms_one_call_run_equals_its_batches():
     _assert_same_model(run, reference, X[:50])
     assert run._readout.choice == gr.CLASSES  # the class units took over in this run
     assert run._readout.clusters.state[1] == 1  # and the clusters were fitted in it
-    for a, b in zip(run._readout.clusters.arrays, reference._readout.clusters.arrays):
+    for a, b in zip(run._readout.clusters.arrays + run._readout.plane.arrays,
+                    reference._readout.clusters.arrays + reference._readout.plane.arrays):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(run._readout.scores, reference._readout.scores)
 
 
-def test_on_scarce_waveform_labels_the_named_clusters_join():
+def test_on_scarce_waveform_labels_the_unlabeled_rows_experts_join():
     """Waveform's classes are not product distributions: the class units lose, and the
-    clusters (alone or averaged with the network) make fewer errors than the young network."""
+    clusters (alone or averaged with the network) or the plane make fewer errors than the young
+    network."""
     from evaluation.registry import make_stream
 
     X, y = next(make_stream("waveform-stationary", 0).iter_arrays(60_000))
     labeled = np.random.default_rng(0).random(len(X)) < 0.01
     model = DHBM(seed=0)
     model.test_then_train_arrays(X, y, labeled)
-    assert model._readout.choice in (gr.CLUSTERS, gr.AVERAGE)
+    assert model._readout.choice in (gr.CLUSTERS, gr.AVERAGE, gr.PLANE)
     scores = model._readout.scores
     assert scores[gr.LOG_LOSS, gr.CLASSES] > scores[gr.LOG_LOSS, gr.CLUSTERS]
     assert scores[gr.ERRORS, model._readout.choice] < scores[gr.ERRORS, gr.NETWORK]

@@ -53,7 +53,8 @@ def _assert_same_model(a, b, X):
     if a._readout is not None or b._readout is not None:
         for name in ("counts", "sums", "scores"):
             np.testing.assert_array_equal(getattr(a._readout, name), getattr(b._readout, name))
-        for x, z in zip(a._readout.clusters.arrays, b._readout.clusters.arrays):
+        for x, z in zip(a._readout.clusters.arrays + a._readout.plane.arrays,
+                        b._readout.clusters.arrays + b._readout.plane.arrays):
             np.testing.assert_array_equal(x, z)
     assert (a.n_updates, a.n_labeled_seen, a._n_buf) == (b.n_updates, b.n_labeled_seen, b._n_buf)
     np.testing.assert_array_equal(a.predict_proba_arrays(X), b.predict_proba_arrays(X))

@@ -1,0 +1,112 @@
+"""The plane: Gaussian classes of the labeled rows in the principal plane of the recent rows."""
+
+import numpy as np
+from scipy.stats import multivariate_normal
+
+import river_dhbm.plane_readout as pr
+from river_dhbm.cluster_readout import BUFFER, LABELED_WINDOW
+from river_dhbm.generative_readout import GenerativeReadout
+
+
+def _segments(corners, n, rng):
+    """Three classes on the edges of the triangle `corners [3, d]`, plus noise."""
+    d = corners.shape[1]
+    edges = ((0, 1), (0, 2), (1, 2))
+    y = rng.integers(0, 3, n)
+    u = rng.random((n, 1))
+    a, b = corners[[edges[k][0] for k in y]], corners[[edges[k][1] for k in y]]
+    return u * a + (1 - u) * b + 0.3 * rng.normal(size=(n, d)), y
+
+
+def _learn(readout, X, codes, batch=20):
+    for b in range(0, len(X), batch):
+        rows = slice(b, b + batch)
+        labeled = codes[rows] >= 0
+        P = np.full((labeled.sum(), readout.counts.shape[1]), 1.0 / readout.counts.shape[1])
+        readout.learn(X[rows], codes[rows], P, True)
+
+
+def _fitted(seed=0, ratio=0.05, keep=lambda y: True):
+    """A readout fitted to `BUFFER` rows, `ratio` of them labeled (those whose class `keep`s)."""
+    rng = np.random.default_rng(seed)
+    corners = rng.normal(size=(3, 12))
+    X, y = _segments(corners, BUFFER, rng)
+    codes = np.where((rng.random(BUFFER) < ratio) & keep(y), y, -1)
+    readout = GenerativeReadout(X.shape[1], 3)
+    _learn(readout, X, codes)
+    assert readout.clusters.state[1] == 1  # the first fit
+    return readout, X, codes, corners
+
+
+def test_the_plane_is_the_rings_two_leading_principal_directions():
+    readout, X, _, _ = _fitted()
+    plane = readout.plane
+    np.testing.assert_allclose(plane.center, X.mean(axis=0), rtol=1e-9, atol=1e-12)
+    values, vectors = np.linalg.eigh(np.cov(X.T, bias=True))
+    top = vectors[:, ::-1][:, : pr.PLANE_DIM]
+    np.testing.assert_allclose(plane.basis.T @ plane.basis, top @ top.T, atol=1e-9)
+    np.testing.assert_allclose(plane.limits[0], pr.RIDGE * values.sum() / X.shape[1], rtol=1e-9)
+    D = X - X.mean(axis=0)
+    off = (D**2).sum(axis=1) - ((D @ top) ** 2).sum(axis=1)
+    np.testing.assert_allclose(plane.limits[1], off.mean() + pr.OFF_PLANE * off.std(), rtol=1e-9)
+
+
+def test_the_moments_are_the_decayed_sums_of_the_labels_in_the_plane():
+    readout, X, codes, _ = _fitted()
+    plane = readout.plane
+    rows = np.flatnonzero(codes >= 0)  # all within the label ring (fewer than LABEL_RING)
+    D = X[rows] - plane.center
+    Z = D @ plane.basis.T
+    near = (D**2).sum(axis=1) - (Z**2).sum(axis=1) <= plane.limits[1]
+    assert 0.95 < near.mean() < 1  # the noise's tail is left out, it still ages the others
+    weight = (1 - 1 / LABELED_WINDOW) ** np.arange(len(rows))[::-1] * near
+    for k in range(3):
+        w, z = weight[codes[rows] == k], Z[codes[rows] == k]
+        expected = [w.sum(), *(w @ z), w @ (z[:, 0] ** 2), w @ (z[:, 0] * z[:, 1]),
+                    w @ (z[:, 1] ** 2)]
+        np.testing.assert_allclose(plane.moments[k], expected, rtol=1e-8)
+
+
+def test_the_prediction_is_the_classes_gaussians_in_the_plane():
+    readout, X, _, _ = _fitted()
+    plane = readout.plane
+    m = plane.moments
+    Z = (X[:50] - plane.center) @ plane.basis.T
+    dens = np.empty((50, 3))
+    for k in range(3):
+        mean = m[k, 1:3] / m[k, 0]
+        cov = np.array([[m[k, 3], m[k, 4]], [m[k, 4], m[k, 5]]]) / m[k, 0] - np.outer(mean, mean)
+        cov += plane.limits[0] * np.eye(2)
+        dens[:, k] = m[k, 0] / m[:, 0].sum() * multivariate_normal(mean, cov).pdf(Z)
+    np.testing.assert_allclose(readout._plane_proba(X[:50]),
+                               dens / dens.sum(axis=1, keepdims=True), rtol=1e-7)
+
+
+def test_few_labels_in_the_plane_separate_the_edges():
+    readout, _, codes, corners = _fitted(ratio=0.005)
+    assert (codes >= 0).sum() < 80
+    X, y = _segments(corners, 2000, np.random.default_rng(9))  # new rows of the same classes
+    assert (readout._plane_proba(X).argmax(axis=1) == y).mean() > 0.85
+
+
+def test_labels_far_off_the_plane_are_left_out():
+    readout, X, _, _ = _fitted()
+    before = readout.plane.moments.copy()
+    far = readout.plane.center + 100.0 * np.random.default_rng(3).normal(size=(20, X.shape[1]))
+    _learn(readout, far, np.zeros(20, np.int64))
+    decayed = before * (1 - 1 / LABELED_WINDOW) ** 20  # they count as labels, no more
+    np.testing.assert_allclose(readout.plane.moments, decayed, rtol=1e-12)
+
+
+def test_uniform_before_the_first_fit_and_nothing_for_an_unnamed_class():
+    readout = GenerativeReadout(12, 3)
+    np.testing.assert_array_equal(readout._plane_proba(np.zeros((4, 12))), np.full((4, 3), 1 / 3))
+    readout, X, _, _ = _fitted(keep=lambda y: y < 2)
+    P = readout._plane_proba(X[:10])
+    assert (P[:, 2] == 0).all() and np.allclose(P.sum(axis=1), 1)
+
+
+def test_classes_join():
+    plane = pr.PlaneState(5, 2)
+    plane.add_class()
+    assert plane.moments.shape == (3, 6)
