@@ -48,7 +48,7 @@ EM_STEPS = 10  # batch EM steps from a fresh start
 WARM_STEPS = 5  # batch EM steps from the clusters it has (already near an optimum)
 VARIANCE_FLOOR = 0.05  # a cluster's variance floor, as a share of the ring's variance
 NAME_PRIOR = 0.1  # pseudo-count of every class in every cluster's name
-LABEL_RING = 500  # labeled rows kept to name the clusters again after a fit
+LABEL_RING = 1_000  # labeled rows kept to name the clusters (and the plane) again after a fit
 LABELED_WINDOW = 250  # labels the names remember (1 / their decay rate)
 _EMPTY = 1e-8  # a cluster whose weight falls below this keeps its previous parameters
 

@@ -94,8 +94,8 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         labeled row of that class (a proxy label), once 50 labeled rows have been seen;
         `None`: no proxy labels.
     generative_readout
-        Whether class units and Gaussian clusters fitted to every row and named by the labels
-        may predict instead of the network (`river_dhbm.generative_readout`).
+        Whether generative models of every row named by the labels (class units, clusters, a
+        principal plane) may predict instead of the network (`river_dhbm.generative_readout`).
     dtype
         Precision of the parameters and of the update's arithmetic: `"float64"`, or
         `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).

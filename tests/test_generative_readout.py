@@ -104,6 +104,7 @@ def test_the_choice_goes_to_whichever_predicts_the_labels():
     P_good = np.array([[0.9, 0.1], [0.2, 0.8]])
     P_poor = P_good[:, ::-1].copy()
     P_sure = np.array([[0.99, 0.01], [0.4, 0.6]])  # as many errors as P_good, smaller log-loss
+    P_half = np.array([[0.6, 0.4], [0.6, 0.4]])  # one error, a smaller log-loss than P_poor's
     codes = np.array([0, 1])
     readout = gr.GenerativeReadout(2)
     assert readout.choice == gr.NETWORK  # no evidence yet: the network alone
@@ -114,6 +115,9 @@ def test_the_choice_goes_to_whichever_predicts_the_labels():
         ((P_poor, P_poor, P_poor, P_good, P_poor), gr.AVERAGE),
         ((P_poor, P_poor, P_poor, P_poor, P_good), gr.PLANE),
         ((P_good, P_poor, P_sure, P_good, P_sure), gr.NETWORK),  # equal errors: the first
+        # the class units beat the network by log-loss, the rest must beat them by errors
+        ((P_poor, P_half, P_poor, P_poor, P_poor), gr.CLASSES),
+        ((P_poor, P_half, P_poor, P_poor, P_good), gr.PLANE),
     )
     readout.clusters.state[1] = 1  # fitted
     for predictions, chosen in cases:

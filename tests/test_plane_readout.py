@@ -4,7 +4,7 @@ import numpy as np
 from scipy.stats import multivariate_normal
 
 import river_dhbm.plane_readout as pr
-from river_dhbm.cluster_readout import BUFFER, LABELED_WINDOW
+from river_dhbm.cluster_readout import BUFFER
 from river_dhbm.generative_readout import GenerativeReadout
 
 
@@ -59,7 +59,7 @@ def test_the_moments_are_the_decayed_sums_of_the_labels_in_the_plane():
     Z = D @ plane.basis.T
     near = (D**2).sum(axis=1) - (Z**2).sum(axis=1) <= plane.limits[1]
     assert 0.95 < near.mean() < 1  # the noise's tail is left out, it still ages the others
-    weight = (1 - 1 / LABELED_WINDOW) ** np.arange(len(rows))[::-1] * near
+    weight = (1 - 1 / pr.PLANE_WINDOW) ** np.arange(len(rows))[::-1] * near
     for k in range(3):
         w, z = weight[codes[rows] == k], Z[codes[rows] == k]
         expected = [w.sum(), *(w @ z), w @ (z[:, 0] ** 2), w @ (z[:, 0] * z[:, 1]),
@@ -94,7 +94,7 @@ def test_labels_far_off_the_plane_are_left_out():
     before = readout.plane.moments.copy()
     far = readout.plane.center + 100.0 * np.random.default_rng(3).normal(size=(20, X.shape[1]))
     _learn(readout, far, np.zeros(20, np.int64))
-    decayed = before * (1 - 1 / LABELED_WINDOW) ** 20  # they count as labels, no more
+    decayed = before * (1 - 1 / pr.PLANE_WINDOW) ** 20  # they count as labels, no more
     np.testing.assert_allclose(readout.plane.moments, decayed, rtol=1e-12)
 
 
