@@ -257,8 +257,7 @@ def _score_batch(scores, counts, P_net, G, H, A, Q, codes):
 def _score_labeled(scores, counts, sums, clusters, plane, Xb, cb, Pb, R):
     """Score every expert on the labeled rows of a mini-batch (each computed on those rows
     only) and put their cluster posteriors in their rows of `R`, which name the clusters."""
-    log_w, means, inv_var, names, state = clusters[0], clusters[1], clusters[2], clusters[4], \
-        clusters[8]
+    log_w, means, inv_var, _, names, _, _, _, state = clusters
     rows = np.flatnonzero(cb >= 0)
     n, C = rows.shape[0], counts.shape[1]
     Xl, Pl, cl = Xb[rows], Pb[rows], cb[rows]
@@ -303,7 +302,10 @@ def readout_test_then_train(counts, sums, scores, clusters, plane, X, codes, P_n
             plane_proba(center, basis, moments, limits, fitted, Xb, P)
         else:
             cluster_proba(log_w, means, inv_var, names, fitted, Xb, H, R)
-            P[:] = H if who == CLUSTERS else _average(Pb, H, P)
+            if who == AVERAGE:
+                _average(Pb, H, P)
+            else:
+                P[:] = H
         for r in range(batch):
             predicted[lo + r] = np.argmax(P[r])
         if (cb >= 0).any():

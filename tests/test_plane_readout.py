@@ -110,3 +110,14 @@ def test_classes_join():
     plane = pr.PlaneState(5, 2)
     plane.add_class()
     assert plane.moments.shape == (3, 6)
+
+
+def test_a_single_feature_is_its_own_plane():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, BUFFER)
+    X = (3.0 * y + rng.normal(size=BUFFER))[:, None]
+    readout = GenerativeReadout(1, 2)
+    _learn(readout, X, np.where(rng.random(BUFFER) < 0.05, y, -1))
+    np.testing.assert_array_equal(np.abs(readout.plane.basis), [[1.0], [0.0]])
+    P = readout._plane_proba(np.array([[-1.0], [4.0]]))
+    assert (P.argmax(axis=1) == [0, 1]).all()
