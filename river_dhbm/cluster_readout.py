@@ -34,7 +34,7 @@ from numba import njit
 
 from river_dhbm.kernels import _JIT
 
-__all__ = ["ClusterState", "cluster_learn", "cluster_posteriors", "cluster_proba"]
+__all__ = ["ClusterState", "cluster_learn", "cluster_posteriors", "cluster_proba", "ring_labels"]
 
 # Chosen on Waveform at 0.1 % labels, seeds 11-13, the clusters alone (stationary / drifting):
 # 24 clusters, 5,000 rows, a fit every 20,000: 0.183 / 0.186; every 5,000: 0.182 / 0.189; 36
@@ -176,6 +176,18 @@ def _name(names, R, codes, n, keep):
 
 
 @njit(**_JIT)
+def ring_labels(ring_X, ring_codes, state):
+    """The labeled rows the label ring holds and their classes, oldest first."""
+    L = ring_X.shape[0]
+    held = min(state[2], L)
+    Xl, cl = np.empty((held, ring_X.shape[1])), np.empty(held, np.int64)
+    for i in range(held):
+        slot = (state[2] - held + i) % L
+        Xl[i], cl[i] = ring_X[slot], ring_codes[slot]
+    return Xl, cl
+
+
+@njit(**_JIT)
 def cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_codes, state, X,
                   codes, n, learn_unlabeled, R):
     """Learn the first `n` rows of `(X, codes)` (codes: class index, -1 unlabeled; `R`: their
@@ -197,11 +209,8 @@ def cluster_learn(log_w, means, inv_var, floor, names, buffer, ring_X, ring_code
         cluster_fit(buffer, floor, log_w, means, inv_var, state[1] == 1)
         state[1] = 1
         names[:] = 0.0
-        held = min(state[2], L)
-        Xl, cl = np.empty((held, X.shape[1])), np.empty(held, np.int64)
-        for i in range(held):  # the ring's labels, oldest first
-            slot = (state[2] - held + i) % L
-            Xl[i], cl[i] = ring_X[slot], ring_codes[slot]
+        Xl, cl = ring_labels(ring_X, ring_codes, state)
+        held = cl.shape[0]
         Rl = np.empty((held, means.shape[0]))
         cluster_posteriors(log_w, means, inv_var, Xl, held, Rl)
         _name(names, Rl, cl, held, keep)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from river_dhbm.cluster_readout import ring_labels
 from river_dhbm.kernels import _JIT
 
 __all__ = ["PlaneState", "plane_learn", "plane_proba"]
@@ -122,13 +123,8 @@ def plane_learn(center, basis, moments, limits, buffer, ring_X, ring_codes, stat
     if refitted:
         _fit_plane(buffer, center, basis, limits)
         moments[:] = 0.0
-        L = ring_X.shape[0]
-        held = min(state[2], L)
-        Xl, cl = np.empty((held, X.shape[1])), np.empty(held, np.int64)
-        for i in range(held):  # the ring's labels, oldest first
-            slot = (state[2] - held + i) % L
-            Xl[i], cl[i] = ring_X[slot], ring_codes[slot]
-        _add(moments, center, basis, limits, Xl, cl, held, keep)
+        Xl, cl = ring_labels(ring_X, ring_codes, state)
+        _add(moments, center, basis, limits, Xl, cl, cl.shape[0], keep)
     elif state[1] == 1:
         _add(moments, center, basis, limits, X, codes, n, keep)
 
