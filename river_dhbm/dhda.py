@@ -121,7 +121,7 @@ class DHDA(HybridClassifier):
 
     >>> model = DHDA(learning_rate=0.1, seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 61.11%
+    Accuracy: 60.87%
 
     Notes
     -----

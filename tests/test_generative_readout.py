@@ -100,24 +100,26 @@ def test_the_class_sums_follow_a_changed_concept():
         assert np.abs(mean - rows[0]).max() < 0.1  # within 0.05 after 3 windows (e^-3)
 
 
-def test_the_choice_goes_to_whichever_predicts_the_labels():
+def test_the_choice_goes_to_the_smallest_brier_score():
     P_good = np.array([[0.9, 0.1], [0.2, 0.8]])
     P_poor = P_good[:, ::-1].copy()
-    P_sure = np.array([[0.99, 0.01], [0.4, 0.6]])  # as many errors as P_good, smaller log-loss
-    P_half = np.array([[0.6, 0.4], [0.6, 0.4]])  # one error, a smaller log-loss than P_poor's
+    P_sure = np.array([[0.99, 0.01], [0.4, 0.6]])  # as many errors as P_good, a larger Brier
+    P_edge = np.array([[0.51, 0.49], [0.49, 0.51]])  # no error, Brier 0.96
+    P_one = np.array([[1.0, 0.0], [0.55, 0.45]])  # one error, Brier 0.605
     codes = np.array([0, 1])
     readout = gr.GenerativeReadout(2)
     assert readout.choice == gr.NETWORK  # no evidence yet: the network alone
+    gr.score(readout.scores, gr.NETWORK, P_one, codes)
+    np.testing.assert_allclose(readout.scores[gr.NETWORK], 0.605)
     cases = (
         ((P_good, P_poor, P_poor, P_poor, P_poor), gr.NETWORK),
-        ((P_poor, P_good, P_poor, P_poor, P_poor), gr.CLASSES),  # the class units by log-loss
-        ((P_poor, P_poor, P_good, P_poor, P_poor), gr.CLUSTERS),  # the clusters by error count
+        ((P_poor, P_good, P_poor, P_poor, P_poor), gr.CLASSES),
+        ((P_poor, P_poor, P_good, P_poor, P_poor), gr.CLUSTERS),
         ((P_poor, P_poor, P_poor, P_good, P_poor), gr.AVERAGE),
         ((P_poor, P_poor, P_poor, P_poor, P_good), gr.PLANE),
-        ((P_good, P_poor, P_sure, P_good, P_sure), gr.NETWORK),  # equal errors: the first
-        # the class units beat the network by log-loss, the rest must beat them by errors
-        ((P_poor, P_half, P_poor, P_poor, P_poor), gr.CLASSES),
-        ((P_poor, P_half, P_poor, P_poor, P_good), gr.PLANE),
+        ((P_good, P_poor, P_good, P_good, P_good), gr.NETWORK),  # ties: the first
+        ((P_sure, P_poor, P_poor, P_poor, P_good), gr.PLANE),  # equal errors, smaller Brier
+        ((P_edge, P_one, P_poor, P_poor, P_poor), gr.CLASSES),  # more errors, smaller Brier
     )
     readout.clusters.state[1] = 1  # fitted
     for predictions, chosen in cases:
@@ -126,11 +128,21 @@ def test_the_choice_goes_to_whichever_predicts_the_labels():
             gr.score(readout.scores, who, P, codes)
         assert readout.choice == chosen
     readout.scores[:] = 0.0
-    for who, P in enumerate((P_poor, P_poor, P_good, P_good, P_good)):
+    for who, P in enumerate((P_poor, P_good, P_good, P_good, P_good)):
         gr.score(readout.scores, who, P, codes)
-    assert readout.choice == gr.CLUSTERS
-    readout.clusters.state[1] = 0  # before their first fit none of them can win
-    assert readout.choice == gr.NETWORK
+    readout.clusters.state[1] = 0  # before their first fit only the class units can win
+    assert readout.choice == gr.CLASSES
+
+
+def test_the_scores_forget_with_rows_as_well_as_with_labels():
+    """With rare labels a label window alone would remember a drift for the whole stream."""
+    readout = gr.GenerativeReadout(3, 2)
+    before = np.array([5.0, 1.0, 2.0, 3.0, 4.0])
+    readout.scores[:] = before
+    X = np.random.default_rng(0).random((20, 3))
+    readout.learn(X, np.full(20, -1), np.empty((0, 2)), True)  # unlabeled rows only
+    np.testing.assert_allclose(readout.scores, before * (1 - 1 / gr.CHOICE_ROWS) ** 20,
+                               rtol=1e-12)
 
 
 @pytest.mark.parametrize("cls", MODELS)
@@ -231,5 +243,5 @@ def test_on_scarce_waveform_labels_the_unlabeled_rows_experts_join():
     model.test_then_train_arrays(X, y, labeled)
     assert model._readout.choice in (gr.CLUSTERS, gr.AVERAGE, gr.PLANE)
     scores = model._readout.scores
-    assert scores[gr.LOG_LOSS, gr.CLASSES] > scores[gr.LOG_LOSS, gr.CLUSTERS]
-    assert scores[gr.ERRORS, model._readout.choice] < scores[gr.ERRORS, gr.NETWORK]
+    assert scores[gr.CLASSES] > scores[gr.CLUSTERS]
+    assert scores[model._readout.choice] < scores[gr.NETWORK]
