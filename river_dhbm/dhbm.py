@@ -164,10 +164,10 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
       (0.56 / 0.34). The recognition pass that predicts is trained by the discriminative
       gradient; what the likelihood gradient learns from unlabeled rows does not reach it.
     - Generative readout (`generative_readout`, off under `paper()`; the network learns the
-      same with it or without). Seeds 0-4, 0.1 % / 1 % / 10 %: LED 0.316 / 0.260 / 0.260 with
-      it, 0.392 / 0.271 / 0.260 without (its class units win); Waveform 0.148 / 0.140 / 0.140
+      same with it or without). Seeds 0-4, 0.1 % / 1 % / 10 %: LED 0.316 / 0.259 / 0.259 with
+      it, 0.392 / 0.271 / 0.260 without (its class units win); Waveform 0.143 / 0.137 / 0.136
       (mostly its plane), 0.194 / 0.148 / 0.142 with the class units alone. Its unlabeled
-      rows are worth 0.316 against 0.364 on LED at 0.1 % and 0.148 against 0.190 on Waveform
+      rows are worth 0.316 against 0.364 on LED at 0.1 % and 0.143 against 0.190 on Waveform
       (`learn_unlabeled=False`).
     - Depth: Adam's step is `learning_rate / len(hidden_sizes)`. Adam moves every weight by
       about its step whatever the gradient, so an L-layer stack's output moves about L

@@ -137,10 +137,10 @@ class DHDA(HybridClassifier):
 
     Generative readout (`generative_readout=True`, as for `DHBM`): on the stationary LED,
     seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.316 / 0.259 / 0.259 with it and 0.454 / 0.277 / 0.263
-    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.392
+    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.370
     (`learn_unlabeled=False`). On Waveform its plane (mostly) and its named clusters give
-    0.148 / 0.139 / 0.142 (0.174 / 0.147 / 0.143 with the class units alone); at 0.1 % its
-    unlabeled rows are worth 0.148 against 0.167.
+    0.143 / 0.136 / 0.136 (0.174 / 0.147 / 0.143 with the class units alone); at 0.1 % its
+    unlabeled rows are worth 0.143 against 0.167.
 
     Choices where the paper leaves details open, each pinned by a test:
 

@@ -117,11 +117,11 @@ class HSDA(HybridClassifier):
     0.276 / 0.264, Waveform 0.163 / 0.150 / 0.144: no change beyond the standard errors.
 
     Generative readout (`generative_readout=True`, as for `DHBM`): on the stationary LED,
-    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.318 / 0.259 / 0.259 with it and 0.443 / 0.276 / 0.262
-    without; at 0.1 % its unlabeled rows are worth 0.318 against 0.388
+    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.316 / 0.259 / 0.259 with it and 0.443 / 0.276 / 0.262
+    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.364
     (`learn_unlabeled=False`). On Waveform its plane (mostly) and its named clusters give
-    0.148 / 0.139 / 0.141 (0.166 / 0.146 / 0.142 with the class units alone); at 0.1 % its
-    unlabeled rows are worth 0.148 against 0.164.
+    0.143 / 0.136 / 0.136 (0.166 / 0.146 / 0.142 with the class units alone); at 0.1 % its
+    unlabeled rows are worth 0.143 against 0.164.
 
     Choices where the papers leave details open, each pinned by a test:
 

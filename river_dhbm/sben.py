@@ -207,11 +207,11 @@ class SBEN(DHBM):
     jitted call per mini-batch.
 
     Generative readout (`generative_readout=True`, as for `DHBM`): on the stationary LED,
-    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.316 / 0.260 / 0.260 with it and 0.390 / 0.272 / 0.261
-    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.364
+    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.316 / 0.259 / 0.259 with it and 0.390 / 0.272 / 0.261
+    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.365
     (`learn_unlabeled=False`). On Waveform its plane (mostly) and its named clusters give
-    0.149 / 0.140 / 0.141 (0.177 / 0.151 / 0.143 with the class units alone); at 0.1 % its
-    unlabeled rows are worth 0.149 against 0.189.
+    0.143 / 0.137 / 0.136 (0.177 / 0.151 / 0.143 with the class units alone); at 0.1 % its
+    unlabeled rows are worth 0.143 against 0.189.
 
     References
     ----------
