@@ -65,7 +65,7 @@ from numba import njit
 
 from river_dhbm.cluster_readout import ClusterState, cluster_learn, cluster_proba
 from river_dhbm.kernels import _JIT
-from river_dhbm.plane_readout import PlaneState, plane_learn, plane_proba
+from river_dhbm.plane_readout import PlaneState, normalise_row, plane_learn, plane_proba
 
 __all__ = ["EXPERTS", "STAGES", "GenerativeReadout"]
 
@@ -133,12 +133,7 @@ def _normalise_rows(L, n):
         top = -np.inf
         for k in range(L.shape[1]):
             top = max(top, L[r, k])
-        z = 0.0
-        for k in range(L.shape[1]):
-            L[r, k] = np.exp(L[r, k] - top) if L[r, k] > -np.inf else 0.0
-            z += L[r, k]
-        for k in range(L.shape[1]):
-            L[r, k] = L[r, k] / z if z > 0.0 else 1.0 / L.shape[1]  # no class named yet
+        normalise_row(L[r], top)
 
 
 @njit(**_JIT)

@@ -157,7 +157,7 @@ def _segments(moments, unlabeled, limits, seg):
     ridge, noise = limits[RIDGE_AT], limits[NOISE_AT]
     for k in range(seg.shape[0]):
         w = moments[k, W] + unlabeled[k, W]
-        if moments[k, W] <= 0.0 or w <= 0.0:
+        if moments[k, W] <= 0.0:  # unnamed (with it `w`, which adds shares >= 0, is > 0)
             seg[k, LOG_PRIOR] = -np.inf
             continue
         m = (moments[k] + unlabeled[k]) / w
@@ -209,8 +209,9 @@ def _log_joint(seg, sd, z0, z1, out):
 
 
 @njit(**_JIT)
-def _normalise(row, top):
-    """`row` (log-joints whose largest is `top`) into posteriors, in place."""
+def normalise_row(row, top):
+    """`row` (log-scores whose largest is `top`) into probabilities, in place; uniform when
+    every entry is -inf (no class named yet). The readout's class units use it too."""
     z = 0.0
     for k in range(row.shape[0]):
         row[k] = np.exp(row[k] - top) if row[k] > -np.inf else 0.0
@@ -240,7 +241,7 @@ def _shape_by_the_ring(buffer, center, basis, moments, unlabeled, limits):
         _segments(moments, unlabeled, limits, seg)
         unlabeled[:] = 0.0
         for r in range(n):
-            _normalise(q, _log_joint(seg, sd, Z[r, 0], Z[r, 1], q))
+            normalise_row(q, _log_joint(seg, sd, Z[r, 0], Z[r, 1], q))
             for k in range(C):
                 if q[k] > 0.0:
                     _accumulate(unlabeled[k], q[k], Z[r, 0], Z[r, 1])
@@ -281,7 +282,7 @@ def plane_proba(center, basis, moments, unlabeled, limits, fitted, X, out):
         if off > limits[FAR_AT]:  # not a row of the plane's concept (a drift): no opinion
             out[r] = 1.0 / C
             continue
-        _normalise(out[r], _log_joint(seg, sd, z0, z1, out[r]))
+        normalise_row(out[r], _log_joint(seg, sd, z0, z1, out[r]))
     return out
 
 
