@@ -149,11 +149,7 @@ def test_the_dhbm_row_adds_the_discriminative_gradient_and_it_pays():
     """The DHBM row's config adds footnote 3's discriminative gradients (docs/mnist.md). On
     the digits (50 labels, three splits, the config's DHBM with layers of 64) they beat the
     paper's literal step by several points of test error."""
-    import tomllib
-    from pathlib import Path
-
-    config = tomllib.loads(
-        (Path(mnist.__file__).parent / "configs" / "mnist_dhbm.toml").read_text())
+    config = mnist.load_settings(parse(["mnist", "--model", "dhbm"]))
     assert config["params"]["discriminative_weight"] == 1.0
     params = {**config["params"], "hidden_sizes": [64, 64, 64], "learning_rate": 0.11,
               "beta": 0.35}
