@@ -6,6 +6,7 @@
     python -m evaluation run --stream waveform --model river:tree.HoeffdingTreeClassifier
     python -m evaluation compare --quick                          # vs River's learners
     python -m evaluation scarcity --quick                         # error against label ratio
+    python -m evaluation suite --quick                            # the development suite
     python -m evaluation plot --csv results/reproduce/curves.csv --out figures
     python -m evaluation bench streams
     python -m evaluation mnist --data DIR                         # the paper's table 1
@@ -160,8 +161,14 @@ def _add_scarcity(sub) -> None:
     scarcity.add_parser(sub)
 
 
-SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_scarcity, _add_plot, _add_bench,
-               _add_mnist]
+def _add_suite(sub) -> None:
+    from . import suite  # owns its flags and its command (`suite.command`)
+
+    suite.add_parser(sub)
+
+
+SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_scarcity, _add_suite, _add_plot,
+               _add_bench, _add_mnist]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 #: `--model` name -> (name in `evaluation.registry.MODELS`, row of the paper's Table 1).
-MODELS = {"dhbm": ("dhbm-sap", "3-DHBM"), "dhda": ("dhda", "3-DHDA"), "mlp": ("pl-mlp", "3-PL-MLP")}
+MODELS = {"dhbm": ("dhbm-mf", "3-DHBM"), "dhda": ("dhda", "3-DHDA"), "mlp": ("pl-mlp", "3-PL-MLP")}
 
 
 def batch_plan(labeled, unlabeled, epochs: int, per_batch: tuple, rng: np.random.Generator):

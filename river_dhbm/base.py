@@ -29,7 +29,6 @@ import numpy as np
 from river import base
 
 from .buffer import MiniBatchBuffer
-from .generative_readout import NETWORK
 from .inputs import (  # noqa: F401 (re-exported: the names base.py always had)
     _PLAIN_NUMBERS,
     InputChecks,
@@ -76,7 +75,6 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
     _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
     _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
-    _readout = None  # the generative readout (`generative_readout.GenerativeReadout`) if any
 
     def __init__(self, batch_size: int = 20, seed: int | None = None):
         self.batch_size = batch_size
@@ -85,9 +83,16 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     # ------------------------------------------------------------------ configuration
 
     @classmethod
-    def paper(cls, **overrides):
-        """The model with the paper's literal online settings, `overrides` applied on top."""
-        return cls(**{**cls._PAPER_SETTINGS, **overrides})
+    def paper(cls, n_features: int | None = None, **overrides):
+        """The model with the paper's literal online settings, `overrides` applied on top.
+
+        The paper's online architecture is "complete": four hidden layers, each as wide as the
+        input. Give the input's width as `n_features` to get it (`hidden_sizes=(n_features,) *
+        4`); without it the model keeps its class's default `hidden_sizes`, which the paper
+        does not fix.
+        """
+        complete = {} if n_features is None else {"hidden_sizes": (int(n_features),) * 4}
+        return cls(**{**cls._PAPER_SETTINGS, **complete, **overrides})
 
     def _check_common_params(self) -> None:
         _check_int("batch_size", self.batch_size, 1)
@@ -106,7 +111,6 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         self._n_buf_labeled = 0
         self._staged = None
         self._memory = None
-        self._readout = None
         self.n_updates = 0
         self.n_labeled_seen = 0
 
@@ -239,7 +243,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
                 predicted[start:stop] = self._test_then_train_run(X[start:stop], codes)
             else:
                 if self._classes:
-                    predicted[start:stop] = self._posterior(X[start:stop]).argmax(axis=1)
+                    predicted[start:stop] = self._proba(X[start:stop]).argmax(axis=1)
                 self._push(X[start:stop], [(i - start, v) for i, v in pairs[k:end]])
             k, start = end, stop
         return predicted
@@ -252,16 +256,12 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         _check_dict(x)
         if not self._classes:
             return {}
-        row = self._row(x)
-        if self._readout_chosen:
-            return dict(zip(self._classes, self._posterior(row)[0].tolist()))
-        return dict(zip(self._classes, self._proba_row(row)))
+        return dict(zip(self._classes, self._proba_row(self._row(x))))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
         _check_dict(x)
-        if (not self._classes or self._readout_chosen
-                or type(self).predict_proba_one is not _PREDICT_PROBA_ONE):
+        if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
             return super().predict_one(x, **kwargs)
         return self._classes[self._predict_row(self._row(x))]
 
@@ -271,7 +271,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         _check_frame_type(X)
         if not self._classes:
             return pd.DataFrame(index=X.index)
-        P = self._posterior(self._check_frame(X, self._features))
+        P = self._proba(self._check_frame(X, self._features))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
@@ -279,18 +279,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         X, _ = self._check_arrays(X)
         if not self._classes:
             return np.zeros((len(X), 0))
-        return self._posterior(X)
-
-    @property
-    def _readout_chosen(self) -> bool:
-        """Whether the generative readout predicts now, not the network."""
-        return self._readout is not None and self._readout.choice != NETWORK
-
-    def _posterior(self, X: np.ndarray) -> np.ndarray:
-        """The prediction `p(y | x)` of validated rows: the network's (`_proba`), or the
-        generative readout's when it has won its place."""
-        P = self._proba(X)
-        return self._readout.combine(P, X) if self._readout_chosen else P
+        return self._proba(X)
 
     # ------------------------------------------------------------------ hooks
 

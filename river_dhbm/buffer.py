@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from .first_use import announce_compilation
-from .generative_readout import GenerativeReadout
 from .inputs import _row_packer
 
 __all__ = ["MiniBatchBuffer"]
@@ -28,8 +27,6 @@ class MiniBatchBuffer:
         self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
         announce_compilation(self)  # the kernels come next: say so if they must be compiled
         self._init_params(len(self._features))
-        if getattr(self, "generative_readout", False):
-            self._readout = GenerativeReadout(len(self._features))
 
     def _class_of(self, y) -> int:
         """The column of label `y`, adding a class the first time it is seen."""
@@ -39,8 +36,6 @@ class MiniBatchBuffer:
             self._classes.append(y)
             self._class_index[y] = k
             self._add_class()
-            if self._readout is not None:
-                self._readout.add_class()
         return k
 
     def _push(self, rows: np.ndarray, labeled: list) -> None:
@@ -93,19 +88,8 @@ class MiniBatchBuffer:
         """One update on the full buffer; with `predict`, returns `p(y | x)` of its rows
         before the update (`_predict_update`)."""
         self.n_labeled_seen += self._n_buf_labeled
-        X, codes, readout = self._X_buf, self._y_buf, self._readout
-        if readout is None:
-            P = self._predict_update(X, codes) if predict else self._update(X, codes)
-        else:  # the readout scores its choice on the network's prediction before the update
-            labeled = codes >= 0
-            if predict:
-                P = self._predict_update(X, codes)
-                P_labeled = P[labeled]
-                P = readout.combine(P, X)
-            else:
-                P_labeled = self._proba(X[labeled]) if labeled.any() else None
-                P = self._update(X, codes)
-            readout.learn(X, codes, P_labeled, self.learn_unlabeled)
+        X, codes = self._X_buf, self._y_buf
+        P = self._predict_update(X, codes) if predict else self._update(X, codes)
         self.n_updates += 1
         self._n_buf = 0
         self._n_buf_labeled = 0

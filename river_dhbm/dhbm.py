@@ -22,6 +22,7 @@ from river_dhbm.dhbm_state import DHBMState
 __all__ = ["DHBM"]
 
 _PSEUDO_LABELS = ("soft", "hard")
+_NO_CODES = np.zeros(0, dtype=np.int64)  # `first_pred` of an update whose caller needs none
 _OPTIMIZERS = ("sgd", "adam")
 
 
@@ -78,6 +79,11 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         off (the paper's setting).
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
+    init
+        Initial weights of the first layer: `"centred"` (Glorot's uniform bound times
+        `INIT_SCALE`, each unit's bias putting its hyperplane through a random point of the
+        input box [0, 1]^D, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
+        paper-era default, used by `paper()`).
     optimizer
         `"adam"` (Kingma & Ba, 2015, default moments 0.9 / 0.999) or `"sgd"` (the paper's
         plain gradient steps) applied to every parameter.
@@ -85,6 +91,10 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         Whether unlabeled rows teach the model anything. `False` zeroes their weight (`beta`)
         and turns the confident proxy labels off, and changes nothing else (the same batches,
         updates and draws): the ablation that measures what unlabeled rows are worth.
+    steps
+        Gradient steps each update takes on its mini-batch and replayed rows (one kernel
+        call either way): a stream shows each row once, and one step per mini-batch leaves
+        a network far behind a linear model for its first thousands of rows.
     replay
         Labeled rows drawn from the label memory and added to every update (0: none).
     memory_size
@@ -93,9 +103,6 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         An unlabeled row whose predicted class has at least this probability is learnt as a
         labeled row of that class (a proxy label), once 50 labeled rows have been seen;
         `None`: no proxy labels.
-    generative_readout
-        Whether generative models of every row named by the labels (class units, clusters, a
-        principal plane) may predict instead of the network (`river_dhbm.generative_readout`).
     dtype
         Precision of the parameters and of the update's arithmetic: `"float64"`, or
         `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
@@ -127,8 +134,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     >>> evaluate.progressive_val_score(dataset.take(2000), model, PrequentialError())
     PrequentialError: 42.59%
 
-    On this stream the generative readout (see the Notes) soon predicts better than the young
-    network and takes over, near the Bayes error (0.26). The array path is much faster:
+    The array path is much faster:
 
     >>> result = prequential(dataset, DHBM(seed=1), 30_000, step=10_000)
     >>> result.faded_error.round(3)
@@ -163,19 +169,13 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
       (0.47 / 0.31 on LED at 0.1 % / 1 %), and so is a recognition network tied to `W^l`
       (0.56 / 0.34). The recognition pass that predicts is trained by the discriminative
       gradient; what the likelihood gradient learns from unlabeled rows does not reach it.
-    - Generative readout (`generative_readout`, off under `paper()`; the network learns the
-      same with it or without). Seeds 0-4, 0.1 % / 1 % / 10 %: LED 0.316 / 0.259 / 0.259 with
-      it, 0.392 / 0.271 / 0.260 without (its class units win); Waveform 0.143 / 0.137 / 0.136
-      (mostly its plane), 0.194 / 0.148 / 0.142 with the class units alone. Its unlabeled
-      rows are worth 0.316 against 0.364 on LED at 0.1 % and 0.143 against 0.190 on Waveform
-      (`learn_unlabeled=False`).
     - Depth: Adam's step is `learning_rate / len(hidden_sizes)`. Adam moves every weight by
       about its step whatever the gradient, so an L-layer stack's output moves about L
       times as far per update as one layer's. With it, 2-4 layers of 32 stay within 0.007
       of one layer at 10 % labels (without: 0.1586 against 0.1449 on Waveform at 4 layers).
       SGD (the paper's optimiser) keeps its step.
 
-    The paper's literal settings (`DHBM.paper`, 4 layers as wide as the input, no label
+    The paper's literal settings (`DHBM.paper(n_features)`, 4 layers as wide as the input, no label
     memory, no proxy labels) give 0.351 / 0.203 at 10 % with `"mf"` and stay near chance
     with `"sap"` (0.861 / 0.664). What else mattered at 10 %: Adam rather than plain
     gradient steps (SGD at step 0.1: 0.275 / 0.170), the discriminative gradient,
@@ -249,6 +249,10 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
 
     """
 
+    #: The first layer's initial weights, relative to Glorot's: inputs in [0, 1] spread about a
+    #: third as far as the unit-variance inputs Glorot's bound is made for.
+    INIT_SCALE = 3.0
+
     _PAPER_SETTINGS = {
         "estimator": "mf",
         "n_particles": 10,
@@ -262,34 +266,36 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         "discriminative_weight": 0.0,
         "activation": "sigmoid",
         "optimizer": "sgd",
+        "steps": 1,
+        "init": "glorot",
         "replay": 0,
         "confidence": None,
-        "generative_readout": False,
         "batch_size": 20,
     }
 
     def __init__(
         self,
-        hidden_sizes: tuple = (32,),
+        hidden_sizes: tuple = (64,),
         estimator: str = "mf",
         n_particles: int = 10,
         gibbs_sweeps: int = 1,
         particle_dropout: bool = True,
         mf_steps: int = 0,
-        learning_rate: float = 0.003,
+        learning_rate: float = 0.01,
         alpha: float = 1.0,
         beta: float = 0.1,
         beta_schedule: tuple | None = None,
         dropout: float = 0.0,
         pseudo_label: str = "soft",
         discriminative_weight: float = 1.0,
-        activation: str = "sigmoid",
+        activation: str = "relu",
         optimizer: str = "adam",
         learn_unlabeled: bool = True,
-        replay: int = 4,
+        init: str = "centred",
+        steps: int = 8,
+        replay: int = 20,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
-        generative_readout: bool = True,
         dtype: str = "float64",
         batch_size: int = 20,
         seed: int | None = None,
@@ -311,10 +317,11 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         self.activation = activation
         self.optimizer = optimizer
         self.learn_unlabeled = learn_unlabeled
+        self.init = init
+        self.steps = steps
         self.replay = replay
         self.memory_size = memory_size
         self.confidence = confidence
-        self.generative_readout = generative_readout
         self.dtype = dtype
         self._check_common_params()
         self._check_params()
@@ -346,6 +353,8 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
             raise ValueError(f"Invalid particle_dropout ({self.particle_dropout!r}). Must be "
                              "True or False")
         _check_int("mf_steps", self.mf_steps, 0)
+        _check_int("steps", self.steps, 1)
+        _check_choice("init", self.init, kernels.INITS)
         _check_positive("learning_rate", self.learning_rate)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
@@ -401,7 +410,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
             masked = self.dropout > 0 and self.particle_dropout
             part_mask = (rng.random(M * A) < keep).astype(dtype) if masked else self._empty
             draw = rng.standard_normal if self._kind != kernels.SIGMOID else rng.random
-            K = self.gibbs_sweeps
+            K = self.gibbs_sweeps * self.steps
             noise_h = draw(K * M * A)
             noise_v = rng.random(K * (M * self._part_x.shape[1] + M))
         else:
@@ -416,5 +425,5 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
             self._unlabeled_weight(self._current_beta()), scarce_labels.proxy_confidence(self),
             float(self.discriminative_weight), self.pseudo_label == "hard", mask,
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
-            *self._work_arrays(), self._moments, self.n_updates + 1,
+            *self._work_arrays(), self._moments, self.n_updates + 1, self.steps, _NO_CODES,
         )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm import dhbm_kernels, scarce_labels
-from river_dhbm.generative_readout import readout_test_then_train
 
 __all__ = ["DHBMPaths"]
 
@@ -18,7 +17,7 @@ class DHBMPaths:
     def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         # Without dropout the update's first step, the recognition pass and `p(y | v)` into the
         # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
-        if self.dropout > 0 or not self._classes:
+        if self.dropout > 0 or not self._classes or self.steps > 1:
             return super()._predict_update(X, y)
         self._update(X, y)
         return self._work["P"][: len(X)].astype(np.float64)
@@ -38,8 +37,6 @@ class DHBMPaths:
         if not self.learn_unlabeled:
             betas[:] = 0.0
         predicted = np.empty(len(X), dtype=np.int64)
-        readout = self._readout
-        P_rows = np.empty((len(X) if readout is not None else 0, len(self._classes)))
         memory = scarce_labels.memory_of(self, X.shape[1])
         # the per-batch path's draws, in its order: `replay` uniforms per update
         uniforms = self._rng.random(n_batches * self.replay)
@@ -52,13 +49,8 @@ class DHBMPaths:
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
             self.replay, confidence, self.n_labeled_seen, scarce_labels.PSEUDO_LABEL_WARM_UP,
-            P_rows,
+            self.steps, self._work["first_pred"],
         )
-        if readout is not None:  # its own pass over the run, on the network's predictions
-            readout_test_then_train(readout.counts, readout.sums, readout.scores,
-                                    readout.clusters.arrays, readout.plane.arrays, X, codes,
-                                    P_rows, self.batch_size,
-                                    self.learn_unlabeled, predicted)
         self.n_updates += n_batches
         self.n_labeled_seen += int((codes >= 0).sum())
         return predicted

@@ -37,7 +37,8 @@ class DHBMState:
         self._off = kernels.param_layout(self._sizes, 0)
         dtype = np.dtype(self.dtype)
         theta = np.zeros(self._off[-1, 2], dtype)
-        kernels.init_weights(theta, self._off, self._sizes, self._rng)
+        kernels.init_weights(theta, self._off, self._sizes, self._rng,
+                             **kernels.first_layer_init(self.init, self.INIT_SCALE))
         self._theta = theta
         A = int(self._hcum[-1])
         M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
@@ -60,7 +61,7 @@ class DHBMState:
             act=np.zeros(n * A, t), mu=np.zeros(n * A, t), neg=np.zeros(n * A, t),
             delta=np.zeros(n * A, t), zbuf=np.zeros(wide, t), xrec=np.zeros((n, D), t),
             P=np.zeros((n, C), t), T=np.zeros((n, C), t), Y=np.zeros((n, C), t),
-            wrow=np.zeros(n, t), wdisc=np.zeros(n, t),
+            wrow=np.zeros(n, t), wdisc=np.zeros(n, t), first_pred=np.zeros(n, np.int64),
             # the weights' transposes, rebuilt by every update (`kernels.transpose_weights`);
             # none for wide networks (`kernels.MIRROR_MAX_WIDTH`)
             mirror=np.zeros_like(self._theta) if narrow else np.zeros(0, t),

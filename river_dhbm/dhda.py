@@ -77,9 +77,20 @@ class DHDA(HybridClassifier):
         (the paper's setting).
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
+    slow_upper_layers
+        Whether the layers above the first start small (`UPPER_INIT` of Glorot's weights) and
+        take `UPPER_STEP` of the step (see the Notes); off under `paper()`.
+    init
+        Initial weights of the first layer: `"centred"` (Glorot's uniform bound times
+        `INIT_SCALE`, each unit's bias putting its hyperplane through a random point of the
+        input box [0, 1]^D, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
+        paper-era default, used by `paper()`).
     learn_unlabeled
         `False`: the unlabeled rows' reconstruction and proxy labels are off, all else is
         unchanged (the ablation; see `DHBM`).
+    steps
+        Gradient steps each update takes on its mini-batch and replayed rows (one kernel
+        call either way; see `DHBM`).
     replay
         Labeled rows of the label memory learnt again in every update (see `DHBM`).
     memory_size
@@ -87,8 +98,6 @@ class DHDA(HybridClassifier):
     confidence
         Predicted probability from which an unlabeled row is learnt as its predicted class
         (after 50 labels); `None` turns these proxy labels off.
-    generative_readout
-        Whether the generative readout may predict instead of the network (see `DHBM`).
     dtype
         Precision of the parameters and of the update's arithmetic: `"float64"`, or
         `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
@@ -134,13 +143,6 @@ class DHDA(HybridClassifier):
     (`confidence=None`) LED 0.469 / 0.278 / 0.263, Waveform 0.172 / 0.149 / 0.144 (the
     label-scarcity experiment in the docs has the defaults and the `learn_unlabeled=False`
     ablation side by side).
-
-    Generative readout (`generative_readout=True`, as for `DHBM`): on the stationary LED,
-    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.316 / 0.259 / 0.259 with it and 0.454 / 0.277 / 0.263
-    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.370
-    (`learn_unlabeled=False`). On Waveform its plane (mostly) and its named clusters give
-    0.143 / 0.136 / 0.136 (0.174 / 0.147 / 0.143 with the class units alone); at 0.1 % its
-    unlabeled rows are worth 0.143 against 0.167.
 
     Choices where the paper leaves details open, each pinned by a test:
 
@@ -220,12 +222,16 @@ class DHDA(HybridClassifier):
         "pseudo_label": "hard",
         "discriminative_weight": 0.0,
         "activation": "sigmoid",
+        "steps": 1,
+        "init": "glorot",
         "replay": 0,
         "confidence": None,
-        "generative_readout": False,
         "slow_upper_layers": False,
         "batch_size": 20,
     }
+
+    #: The first layer's initial weights, relative to Glorot's (as `DHBM.INIT_SCALE`).
+    INIT_SCALE = 3.0
 
     #: Step of the layers above the first, relative to `learning_rate`, when
     #: `slow_upper_layers` (the same for every depth) ...
@@ -249,10 +255,11 @@ class DHDA(HybridClassifier):
         activation: str = "sigmoid",
         learn_unlabeled: bool = True,
         slow_upper_layers: bool = True,
-        replay: int = 4,
+        init: str = "centred",
+        steps: int = 8,
+        replay: int = 20,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
-        generative_readout: bool = True,
         dtype: str = "float64",
         batch_size: int = 20,
         seed: int | None = None,
@@ -272,10 +279,11 @@ class DHDA(HybridClassifier):
         self.activation = activation
         self.learn_unlabeled = learn_unlabeled
         self.slow_upper_layers = slow_upper_layers
+        self.init = init
+        self.steps = steps
         self.replay = replay
         self.memory_size = memory_size
         self.confidence = confidence
-        self.generative_readout = generative_readout
         self.dtype = dtype
         self._check_params()
         self._reset_state()
@@ -286,6 +294,8 @@ class DHDA(HybridClassifier):
         _check_probability("corruption", self.corruption)
         _check_choice("loss", self.loss, _LOSSES)
         _check_int("mf_steps", self.mf_steps, 1)
+        _check_int("steps", self.steps, 1)
+        _check_choice("init", self.init, kernels.INITS)
         _check_positive("learning_rate", self.learning_rate)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
@@ -324,7 +334,8 @@ class DHDA(HybridClassifier):
         self._off = kernels.param_layout(self._sizes, 0)
         theta = np.zeros(self._off[-1, 2], self.dtype)
         upper = self.UPPER_INIT if self.slow_upper_layers else 1.0
-        kernels.init_weights(theta, self._off, self._sizes, self._rng, upper)
+        kernels.init_weights(theta, self._off, self._sizes, self._rng, upper,
+                             **kernels.first_layer_init(self.init, self.INIT_SCALE))
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0, self.dtype)
@@ -358,6 +369,7 @@ class DHDA(HybridClassifier):
             float(self.learning_rate), self._upper_lr(), float(self.alpha),
             beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
             float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
+            self.steps,
         )
 
     def _upper_lr(self) -> float:

@@ -75,8 +75,6 @@ class HSDA(HybridClassifier):
     confidence
         The ensemble's probability at which an unlabeled row becomes a proxy label (after
         50 labels; `None`: never).
-    generative_readout
-        Whether the generative readout may predict instead of the network (see `DHBM`).
     batch_size
         Instances per update.
     seed
@@ -115,13 +113,6 @@ class HSDA(HybridClassifier):
     LED 0.852 / 0.442 / 0.269, Waveform 0.631 / 0.375 / 0.168; without the confident proxy
     labels (`confidence=None`, the ensemble's prediction is what must reach 0.9) LED 0.462 /
     0.276 / 0.264, Waveform 0.163 / 0.150 / 0.144: no change beyond the standard errors.
-
-    Generative readout (`generative_readout=True`, as for `DHBM`): on the stationary LED,
-    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.316 / 0.259 / 0.259 with it and 0.443 / 0.276 / 0.262
-    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.364
-    (`learn_unlabeled=False`). On Waveform its plane (mostly) and its named clusters give
-    0.143 / 0.136 / 0.136 (0.166 / 0.146 / 0.142 with the class units alone); at 0.1 % its
-    unlabeled rows are worth 0.143 against 0.164.
 
     Choices where the papers leave details open, each pinned by a test:
 
@@ -181,7 +172,6 @@ class HSDA(HybridClassifier):
         "activation": "sigmoid",
         "replay": 0,
         "confidence": None,
-        "generative_readout": False,
         "weighted_layers": False,
         "batch_size": 20,
     }
@@ -209,7 +199,6 @@ class HSDA(HybridClassifier):
         replay: int = 4,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
-        generative_readout: bool = True,
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -229,7 +218,6 @@ class HSDA(HybridClassifier):
         self.replay = replay
         self.memory_size = memory_size
         self.confidence = confidence
-        self.generative_readout = generative_readout
         self._check_params()
         self._reset_state()
 

@@ -96,17 +96,34 @@ def _layout(sizes: tuple, n_classes: int) -> np.ndarray:
     return off
 
 
-def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0) -> None:
+#: `init` of the hybrids: how `init_weights` draws the first layer (`first_layer_init`).
+INITS = ("centred", "glorot")
+
+
+def first_layer_init(init: str, scale: float) -> dict:
+    """`init_weights`' first-layer options for a model's `init` setting."""
+    return {"first_scale": scale, "centred": True} if init == "centred" else {}
+
+
+def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0, first_scale: float = 1.0,
+                 centred: bool = False) -> None:
     """Glorot-uniform `W^l` in `+-sqrt(6 / (H_{l-1} + H_l))` (times `upper_scale` above the first
-    layer), each copied into the recognition weights `R^l`; drawn layer by layer from `rng`."""
+    layer, `first_scale` for the first), each copied into the recognition weights `R^l`; drawn
+    layer by layer from `rng`. With `centred`, each first-layer unit's bias puts its hyperplane
+    through a point drawn uniformly in the input box `[0, 1]^D` (drawn after the weights), so
+    that the units cut the inputs' range instead of all passing through its corner 0."""
     for l in range(len(sizes) - 1):
         fan_in, fan_out = sizes[l], sizes[l + 1]
         bound = np.sqrt(6.0 / (fan_in + fan_out))
         W = rng.uniform(-bound, bound, fan_in * fan_out)
-        if l > 0:
-            W *= upper_scale
+        W *= upper_scale if l > 0 else first_scale
         for col in (COL_W, COL_R):
             theta[off[l, col] : off[l, col] + W.size] = W
+        if l == 0 and centred:
+            points = rng.random((fan_out, fan_in))
+            bias = -np.einsum("jd,dj->j", points, W.reshape(fan_in, fan_out))
+            for col in (COL_B, COL_RB):
+                theta[off[l, col] : off[l, col] + fan_out] = bias
 
 
 def hidden_offsets(sizes) -> np.ndarray:

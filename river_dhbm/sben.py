@@ -61,6 +61,7 @@ def _sben_blocks(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_
     L = bsizes.shape[0]
     M = part_y.shape[1]
     empty = np.empty(0)
+    no_codes = np.empty(0, np.int64)  # one step per block, no prediction wanted
     below = X
     pos = 0
     for b in range(L):
@@ -79,7 +80,7 @@ def _sben_blocks(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_
                      mf_steps, lr, alpha, beta, 2.0, disc_weight, hard, mask,
                      (pv, ph, part_y[b], pm, nh, nv),
                      (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
-                      mirror[boff[b] : boff[b + 1]]), mo, step)
+                      mirror[boff[b] : boff[b + 1]]), mo, (step, 1, no_codes))
         if b < L - 1:
             out = reps[pos : pos + n * H]
             forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind,
@@ -163,8 +164,6 @@ class SBEN(DHBM):
     confidence
         Probability of the stack's prediction at which an unlabeled row becomes a proxy label
         (after 50 labeled rows), learnt by every block as a labeled row; `None`: none.
-    generative_readout
-        Whether the generative readout may predict instead of the network (see `DHBM`).
     batch_size
         Instances per update.
     seed
@@ -206,13 +205,6 @@ class SBEN(DHBM):
     share the label map and the update counter; the whole stack is one flat buffer and one
     jitted call per mini-batch.
 
-    Generative readout (`generative_readout=True`, as for `DHBM`): on the stationary LED,
-    seeds 0-4, 0.1 % / 1 % / 10 % labels, 0.316 / 0.259 / 0.259 with it and 0.390 / 0.272 / 0.261
-    without; at 0.1 % its unlabeled rows are worth 0.316 against 0.365
-    (`learn_unlabeled=False`). On Waveform its plane (mostly) and its named clusters give
-    0.143 / 0.137 / 0.136 (0.177 / 0.151 / 0.143 with the class units alone); at 0.1 % its
-    unlabeled rows are worth 0.143 against 0.189.
-
     References
     ----------
     [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised
@@ -242,7 +234,6 @@ class SBEN(DHBM):
         replay: int = 4,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
-        generative_readout: bool = True,
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -253,8 +244,10 @@ class SBEN(DHBM):
             discriminative_weight=discriminative_weight, activation=activation,
             optimizer=optimizer, learn_unlabeled=learn_unlabeled, replay=replay,
             memory_size=memory_size, confidence=confidence,
-            generative_readout=generative_readout, batch_size=batch_size, seed=seed,
+            batch_size=batch_size, seed=seed,
         )
+        # the block steps of `DHBM`'s kernel, once per update, from the paper-era initial weights
+        self.steps, self.init = 1, "glorot"
 
     _SCRATCH = DHBM._SCRATCH + ("_pred_Pb",)
 

@@ -107,7 +107,6 @@ def confident_labels(codes, P, n, confidence):
 def check_params(model, confidence: bool = True) -> None:
     """Check `learn_unlabeled`, `replay`, `memory_size` (and `confidence`) of `model`."""
     _check_bool("learn_unlabeled", model.learn_unlabeled)
-    _check_bool("generative_readout", getattr(model, "generative_readout", False))
     _check_int("replay", model.replay, 0)
     _check_int("memory_size", model.memory_size, 1 if model.replay else 0)
     if confidence and model.confidence is not None:

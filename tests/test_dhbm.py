@@ -147,7 +147,7 @@ def test_unlabeled_only_learns_but_predicts_nothing():
 
 
 def test_new_classes_grow_the_output():
-    model = DHBM(hidden_sizes=(5,), batch_size=2, seed=0)
+    model = DHBM(hidden_sizes=(5,), steps=1, batch_size=2, seed=0)
     model.learn_one({"a": 1.0, "b": 0.0}, "x")
     model.learn_one({"a": 0.0, "b": 1.0}, "y")
     model.learn_one({"a": 1.0, "b": 1.0}, "z")
@@ -174,12 +174,19 @@ def test_recognition_network_starts_as_a_copy_of_the_model_and_then_departs():
     model = DHBM(hidden_sizes=(7, 5), seed=4)
     model.learn_one(dict(enumerate(X[0])), int(y[0]))
     Pm = ref.unpack(model._theta, model._sizes, 1, model._off)
-    for W, R, b, r in zip(Pm["W"], Pm["R"], Pm["b"], Pm["r"]):
+    for l, (W, R, b, r) in enumerate(zip(Pm["W"], Pm["R"], Pm["b"], Pm["r"])):
         np.testing.assert_array_equal(W, R)
-        np.testing.assert_array_equal(b, 0.0)
-        np.testing.assert_array_equal(r, 0.0)
-        bound = np.sqrt(6.0 / sum(W.shape))
+        np.testing.assert_array_equal(b, r)
+        bound = np.sqrt(6.0 / sum(W.shape)) * (DHBM.INIT_SCALE if l == 0 else 1.0)
         assert np.abs(W).max() <= bound and np.abs(W).max() > 0.5 * bound
+        if l > 0:
+            np.testing.assert_array_equal(b, 0.0)
+    # each first-layer unit's hyperplane passes through a point of the input box [0, 1]^D:
+    # it has inputs on both sides of it (its pre-activation changes sign inside the box)
+    W, b = Pm["W"][0], Pm["b"][0]
+    low = b + np.minimum(W, 0.0).sum(axis=1 if W.shape[0] == len(b) else 0)
+    high = b + np.maximum(W, 0.0).sum(axis=1 if W.shape[0] == len(b) else 0)
+    assert (low <= 0).all() and (high >= 0).all()
     np.testing.assert_array_equal(Pm["U"][0], 0.0)
     model.learn_arrays(X, y, labeled)
     Pm = ref.unpack(model._theta, model._sizes, len(model.classes_), model._off)
@@ -201,7 +208,7 @@ def test_no_kl_step_without_mean_field_and_no_discriminative_gradient():
 
 def test_predictions_scale_out_dropout_through_the_recognition_network():
     X, y, labeled = _led(300)
-    model = DHBM(hidden_sizes=(6, 4), dropout=0.4, generative_readout=False, seed=2)
+    model = DHBM(hidden_sizes=(6, 4), dropout=0.4, seed=2)
     model.learn_arrays(X, y, labeled)
     C = len(model.classes_)
     expected = ref.proba(X[:7], model._theta, model._sizes, C, model._off,

@@ -129,7 +129,7 @@ def test_dhbm_kernel_proxy_labels_are_labeled_rows():
     """`dhbm_update` with a confidence equals the update without one on the batch whose
     confident unlabeled rows carry their predicted class."""
     X, y, labeled = _stream(300, ratio=0.5)
-    model = DHBM(hidden_sizes=(6,), batch_size=20, replay=0, generative_readout=False, seed=1)
+    model = DHBM(hidden_sizes=(6,), batch_size=20, replay=0, seed=1)
     model.learn_arrays(X[:200], y[:200], labeled[:200])
     batch, codes = X[200:220], np.where(labeled[200:220], y[200:220], -1)
     P = model.predict_proba_arrays(batch)
