@@ -88,17 +88,18 @@ def make_model(name: str, dataset, seed: int | None, label_ratio: float = 1.0):
     """`name` in its usual pipeline; with `label_ratio < 1` a River learner goes behind
     `streams.LabeledOnly` (it learns the labeled rows only)."""
     from river import preprocessing
+    from river.checks.utils import seed_params
 
     import streams
 
     model = registry.make_model(name, dataset.n_features, None, seed=seed, preset="default")
     if ours(name):
-        model = preprocessing.MinMaxScaler() | model
-    elif name.startswith(STANDARDISED):
+        return preprocessing.MinMaxScaler() | model  # it learns every row, labeled or not
+    if seed is not None:  # River's way to seed every part, e.g. the KNN's search engine
+        model = model.clone(seed_params(model._get_params(), seed))
+    if name.startswith(STANDARDISED):
         model = preprocessing.StandardScaler() | model
-    if label_ratio < 1.0 and not ours(name):
-        model = streams.LabeledOnly(model)
-    return model
+    return model if label_ratio == 1.0 else streams.LabeledOnly(model)
 
 
 class _Rows:
@@ -195,7 +196,7 @@ def plan(args) -> list[Run]:
         if name.startswith(registry.MOA_PREFIX):
             raise ValueError(f"Invalid model {name!r}: the tracks run this project's models "
                              "and River's")
-    instances = QUICK_INSTANCES if args.quick else args.instances
+    instances = args.instances or (QUICK_INSTANCES if args.quick else None)
     check_writable(args.out or default_out(args))
     runs = []
     for track in tracks:
