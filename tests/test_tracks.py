@@ -150,11 +150,14 @@ def test_seeds_only_where_something_is_random():
     assert tracks.seeds_of("river:naive_bayes.GaussianNB", 0.1, 3) == range(3)  # the mask
     assert tracks.seeds_of("river:forest.ARFClassifier", 1.0, 3) == range(3)
     assert tracks.seeds_of("dhda", 1.0, 3) == range(3)
+    phishing = datasets.Phishing()
+    for model in [*registry.MODELS, *tracks.RIVER_LEARNERS]:  # the run's seed reaches every part
+        assert not tracks.make_model(model, phishing, seed=3)._is_stochastic, model
+    knn = tracks.make_model("river:neighbors.KNNClassifier", phishing, seed=3)
+    assert knn["KNNClassifier"].engine.seed == 3  # its search engine's too
 
 
-def test_runs_are_seeded_and_parallel_runs_give_the_same_figures():
-    # the KNN's search engine draws at random: seeded by the run's seed through River's
-    # `seed_params`, its runs repeat
+def test_parallel_runs_give_the_same_figures():
     runs = [tracks.Run("binary", "Phishing", m, 0.5, seed, 200)
             for m in ("river:naive_bayes.GaussianNB", "river:neighbors.KNNClassifier")
             for seed in (0, 1)]
