@@ -269,19 +269,18 @@ def table_markdown(frame: pd.DataFrame) -> str:
                   "| dataset | model | " + " | ".join(titles) + " | Memory (MB) | Time (s) |",
                   "|---|---|" + "---:|" * (len(scores) + 2)]
         for dataset, d in t.groupby("dataset", sort=False):
-            best = d.groupby("model").accuracy.mean().max()
+            accuracy = d.groupby("model", sort=False).accuracy.mean()
             for model, m in d.groupby("model", sort=False):
                 cells = [_cell(m[c], 100, 2) for c in scores]
-                if m.accuracy.mean() == best:
+                if accuracy[model] == accuracy.max():
                     cells[0] = f"**{cells[0]}**"
                 cells += [_cell(m.memory_mb, 1, 3), _cell(m.time_s, 1, 2)]
                 name = model.removeprefix(registry.RIVER_PREFIX)
                 lines.append(f"| {dataset} | {name} | " + " | ".join(cells) + " |")
-        counts = t.groupby(["dataset", "model"]).seed.count()
-        n = f"{counts.min()}" if counts.min() == counts.max() else f"{counts.min()}-{counts.max()}"
-        lines += ["", f"At the last instance of each dataset ({t.step.max():,} at most); mean "
-                  f"± standard error over {n} seed(s) (one for a run no seed changes)."]
-        lines.append("")
+        seeds = t.groupby(["dataset", "model"]).seed.count().max()
+        lines += ["", f"At the last instance of each dataset ({t.step.max():,} at most): mean ± "
+                  f"standard error over {seeds} seed(s) where the seed changes something (a "
+                  "seeded model, the label mask), one run (no ±) elsewhere.", ""]
     return "\n".join(lines)
 
 
