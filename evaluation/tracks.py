@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from concurrent import futures
 from dataclasses import asdict, dataclass
@@ -322,23 +321,16 @@ def write_outputs(frame: pd.DataFrame, out, settings: dict | None = None) -> lis
     nothing."""
     import matplotlib.pyplot as plt
 
-    from .files import atomic_write_all, check_writable
+    from .files import atomic_write_all, check_writable, figure_job, result_jobs
 
     out = check_writable(out)
-    table = table_markdown(frame)
-    jobs = [(out / "tracks.csv", lambda p: frame.to_csv(p, index=False)),
-            (out / "tracks.md", lambda p: p.write_text(table))]
-    if settings is not None:
-        text = json.dumps(settings, indent=2, default=str) + "\n"
-        jobs.append((out / "settings.json", lambda p: p.write_text(text)))
-    figures = [draw_figure(frame, track) for track in dict.fromkeys(frame.track)]
-    for fig, track in zip(figures, dict.fromkeys(frame.track)):
-        jobs.append((out / f"tracks-{track}.png", lambda p, fig=fig: fig.savefig(
-            p, format="png", dpi=150, bbox_inches="tight")))
+    jobs = result_jobs(out, "tracks", frame, table_markdown(frame), settings)
+    figures = {track: draw_figure(frame, track) for track in dict.fromkeys(frame.track)}
+    jobs += [figure_job(out / f"tracks-{track}.png", fig) for track, fig in figures.items()]
     try:
         return atomic_write_all(jobs)
     finally:
-        for fig in figures:
+        for fig in figures.values():
             plt.close(fig)
 
 
