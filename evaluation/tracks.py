@@ -349,9 +349,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "figure per track.",
     )
     p.add_argument("--models", type=names,
-                   help="comma-separated models (default: " + ", ".join(registry.MODELS)
-                   + " and River's " + ", ".join(m.rpartition(".")[2] for m in RIVER_LEARNERS)
-                   + "); any river:<module>.<Class> also works")
+                   help="comma-separated models, any river:<module>.<Class> too (default: "
+                   + ", ".join([*registry.MODELS, *RIVER_LEARNERS]) + ")")
     p.add_argument("--tracks", type=names, help=f"comma-separated, of {', '.join(TRACKS)} "
                    "(default both)")
     p.add_argument("--label-ratio", type=ratio, default=1.0,
