@@ -12,6 +12,10 @@ FIGURES = {
     "img/figure3-paper.png": "evaluation/results/paper/figure3.png",
     "img/figure3-default.png": "evaluation/results/default/figure3.png",
     "img/scarcity.png": "evaluation/results/scarcity/scarcity.png",
+    "img/tracks-binary.png": "evaluation/results/tracks/tracks-binary.png",
+    "img/tracks-multiclass.png": "evaluation/results/tracks/tracks-multiclass.png",
+    "img/tracks-10-binary.png": "evaluation/results/tracks-10/tracks-binary.png",
+    "img/tracks-10-multiclass.png": "evaluation/results/tracks-10/tracks-multiclass.png",
 }
 
 

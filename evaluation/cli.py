@@ -7,6 +7,7 @@
     python -m evaluation compare --quick                          # vs River's learners
     python -m evaluation scarcity --quick                         # error against label ratio
     python -m evaluation suite --quick                            # the development suite
+    python -m evaluation tracks --quick --label-ratio 0.1         # River's benchmark tracks
     python -m evaluation plot --csv results/reproduce/curves.csv --out figures
     python -m evaluation bench streams
     python -m evaluation mnist --data DIR                         # the paper's table 1
@@ -167,8 +168,14 @@ def _add_suite(sub) -> None:
     suite.add_parser(sub)
 
 
+def _add_tracks(sub) -> None:
+    from . import tracks  # owns its flags, its plan and its run
+
+    tracks.add_parser(sub).set_defaults(func=_cmd_tracks)
+
+
 SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_scarcity, _add_suite, _add_plot,
-               _add_bench, _add_mnist]
+               _add_bench, _add_mnist, _add_tracks]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -343,6 +350,14 @@ def _cmd_bench(args) -> int:
     rows = getattr(module, f"bench_{args.target}")()
     print(module.format_table(rows))
     return 0
+
+
+def _cmd_tracks(args) -> int:
+    from . import tracks
+
+    with _user_errors():
+        runs = tracks.plan(args)
+    return tracks.run(runs, args)
 
 
 def main(argv: list[str] | None = None) -> int:

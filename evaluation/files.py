@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_all", "check_writable"]
+__all__ = ["atomic_write", "atomic_write_all", "check_writable", "figure_job", "result_jobs"]
 
 
 def _tmp_name(path: Path) -> Path:
@@ -32,6 +32,28 @@ def atomic_write_all(jobs) -> list[Path]:
             if tmp.exists():
                 tmp.unlink()
     return [Path(path) for path, _ in jobs]
+
+
+def result_jobs(out: Path, name: str, frame, table: str, settings: dict | None = None) -> list:
+    """The `(path, write)` jobs of an experiment's usual files in `out`: `<name>.csv` (the
+    `pandas.DataFrame` `frame`), `<name>.md` (the markdown `table`) and, given `settings`,
+    `settings.json`."""
+    import json
+
+    out = Path(out)
+    jobs = [(out / f"{name}.csv", lambda p: frame.to_csv(p, index=False)),
+            (out / f"{name}.md", lambda p: p.write_text(table))]
+    if settings is not None:
+        text = json.dumps(settings, indent=2, default=str) + "\n"
+        jobs.append((out / "settings.json", lambda p: p.write_text(text)))
+    return jobs
+
+
+def figure_job(path: Path, fig) -> tuple:
+    """The `(path, write)` job that saves the matplotlib `fig` as `path` (its suffix the
+    format), at 150 dpi."""
+    path = Path(path)
+    return path, lambda p: fig.savefig(p, format=path.suffix[1:], dpi=150, bbox_inches="tight")
 
 
 def check_writable(out: Path) -> Path:

@@ -15,7 +15,6 @@ averaged over the run's last quarter (the last 50,000 of 200,000 instances). Wri
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -231,20 +230,13 @@ def write_outputs(runs: pd.DataFrame, out, settings: dict | None = None,
                   figure: bool = True) -> list[Path]:
     """Write scarcity.csv, scarcity.md, settings.json and scarcity.png/.pdf into `out`, all or
     nothing."""
-    from .experiment import atomic_write_all, check_writable
+    from .files import atomic_write_all, check_writable, figure_job, result_jobs
 
     out = check_writable(out)
-    table = table_markdown(runs)
-    jobs = [(out / "scarcity.csv", lambda p: runs.to_csv(p, index=False)),
-            (out / "scarcity.md", lambda p: p.write_text(table))]
-    if settings is not None:
-        text = json.dumps(settings, indent=2, default=str) + "\n"
-        jobs.append((out / "settings.json", lambda p: p.write_text(text)))
+    jobs = result_jobs(out, "scarcity", runs, table_markdown(runs), settings)
     fig = draw_figure(runs) if figure else None
     if fig is not None:
-        for ext in ("png", "pdf"):
-            jobs.append((out / f"scarcity.{ext}", lambda p, ext=ext: fig.savefig(
-                p, format=ext, dpi=150, bbox_inches="tight")))
+        jobs += [figure_job(out / f"scarcity.{ext}", fig) for ext in ("png", "pdf")]
     try:
         return atomic_write_all(jobs)
     finally:

@@ -27,6 +27,8 @@ def test_docs_build_strict(tmp_path):
     dhbm = (tmp_path / "models" / "dhbm" / "index.html").read_text()
     assert "hidden_sizes" in dhbm and "Notes" in dhbm
     assert (tmp_path / "img" / "figure3-paper.png").stat().st_size > 0
+    tracks = (tmp_path / "tracks" / "index.html").read_text()  # the tables, included
+    assert "ImageSegments" in tracks and "--8&lt;--" not in tracks
 
 
 def test_readme_keeps_the_two_set_up_commands_first():
