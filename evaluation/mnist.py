@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,9 @@ from .mnist_data import (  # noqa: F401 (the public names this module always had
     split_indices,
 )
 from .mnist_table import (  # noqa: F401
+    MNIST_TABLE,
     PAPER_ROWS,
+    PaperTable,
     RESULT_COLUMNS,
     summarise,
     summary_markdown,
@@ -71,12 +74,14 @@ __all__ = [
     "MissingData",
     "PAPER_ROWS",
     "TrialSpec",
+    "DataSet",
     "add_parser",
     "error_rate",
     "find_files",
     "load_mnist",
     "read_idx",
     "run",
+    "run_protocol",
     "run_trial",
     "select",
     "split_indices",
@@ -128,11 +133,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def load_settings(args) -> dict:
-    """The config of `args.model` (or `args.config`) with the flags on top."""
+def load_settings(args, experiment: str = "mnist") -> dict:
+    """The config of `args.model` (or `args.config`; default `configs/<experiment>_<model>.toml`)
+    with the flags on top; `--quick` (where a command has it) keeps one trial, one epoch and
+    the grid's first point before the other flags apply."""
     from . import registry
 
-    path = registry.config_path(args.config or f"mnist_{args.model}")
+    path = registry.config_path(args.config or f"{experiment}_{args.model}")
     try:
         with open(path, "rb") as f:
             s = tomllib.load(f)
@@ -147,6 +154,9 @@ def load_settings(args) -> dict:
         s["model"] = s.get("model", args.model)
     else:
         s["model"] = args.model
+    if getattr(args, "quick", False):
+        s.update(trials=1, epochs=1, select_epochs=1)
+        s["grid"] = {k: list(v)[:1] for k, v in s["grid"].items()}
     for key in ("trials", "labels", "epochs", "max_train", "select_train", "select_epochs"):
         value = getattr(args, key, None)
         if value is not None:
@@ -248,12 +258,35 @@ def _fail(message: str) -> int:
     return 2
 
 
+@dataclasses.dataclass(frozen=True)
+class DataSet:
+    """What `run_protocol` needs of a data set: `load()` reads the arrays (an `MNIST`;
+    `MissingData` or `ValueError` for the user to fix), `share(data, out)` is called once the
+    output directory is checked and returns what the worker processes read, with
+    `loader(shared)` (a module-level function: default `load_mnist`); our rows go into
+    `table`, `record` into settings.json."""
+
+    load: Callable
+    share: Callable
+    loader: Callable | None = None
+    table: PaperTable = MNIST_TABLE
+    record: dict = dataclasses.field(default_factory=dict)
+
+
 def run(args) -> int:
     """The `mnist` subcommand: select on the validation set, run the trials, report."""
     directory = args.data or os.environ.get(ENV_VAR) or None
+    data_set = DataSet(load=lambda: load_mnist(directory),
+                       share=lambda data, out: str(Path(directory).resolve()))
+    return run_protocol(args, data_set, "mnist")
+
+
+def run_protocol(args, data_set: DataSet, experiment: str) -> int:
+    """Select on the validation set, run the trials, report: the offline protocol of the
+    paper over `data_set`, with the configs `configs/<experiment>_<model>.toml`."""
     try:
-        settings = load_settings(args)
-        out = args.out or Path("results") / f"mnist-{settings['model']}"
+        settings = load_settings(args, experiment)
+        out = args.out or Path("results") / f"{experiment}-{settings['model']}"
         previous, earlier = [], None
         if getattr(args, "append", False):
             previous, earlier = read_previous(out, settings)
@@ -269,22 +302,24 @@ def run(args) -> int:
             if again:
                 raise ValueError(f"Trials {again} are already in {str(out)!r}: choose "
                                  "another --first-trial")
-        data = load_mnist(directory)
+        data = data_set.load()
+        n_classes = len(np.unique(data.train_labels))
         for spec in selection_specs[:1] + trial_specs[:1]:  # bad settings fail now, not later
             split_indices(data.train_labels, spec.labels, spec.validation, spec.split_seed)
-            build_model(spec, data.train_images.shape[1], 10)
+            build_model(spec, data.train_images.shape[1], n_classes)
         from .experiment import check_writable
 
         check_writable(out)
+        directory = data_set.share(data, Path(out))
     except (MissingData, ValueError) as e:
         return _fail(str(e))
-    directory = str(Path(directory).resolve())
+    loader, table = data_set.loader, data_set.table
     selection = []
     if selection_specs:
         chosen, selection = select(
             selection_specs, data,
             runner=lambda specs: run_specs(specs, data, directory, args.jobs, "grid search",
-                                           args.quiet),
+                                           args.quiet, loader=loader),
         )
         trial_specs = [dataclasses.replace(t, params={**t.params, **chosen}) for t in trial_specs]
         print("grid search (validation error %): " + ", ".join(
@@ -292,7 +327,7 @@ def run(args) -> int:
             for r in selection))
         print(f"chosen: learning_rate={chosen.get('learning_rate')} beta={chosen.get('beta')}",
               flush=True)
-    record = {k: v for k, v in settings.items()} | {
+    record = {k: v for k, v in settings.items()} | data_set.record | {
         "data": directory, "jobs": args.jobs, "chosen": trial_specs[0].params,
         "model_params": trial_specs[0].model_params(),
     }
@@ -306,12 +341,13 @@ def run(args) -> int:
         finished.append(r)
         print(f"trial {r['trial']}: test error {100 * r['test_error']:.2f} %, validation error "
               f"{100 * r['validation_error']:.2f} %, {r['seconds']:.0f} s", flush=True)
-        write_outputs(Path(out), sorted(finished, key=lambda x: x["trial"]), selection, record)
+        write_outputs(Path(out), sorted(finished, key=lambda x: x["trial"]), selection, record,
+                      table)
 
     results = run_specs(trial_specs, data, directory, args.jobs, "trials", args.quiet,
-                        on_result=trial_done)
+                        on_result=trial_done, loader=loader)
     results = sorted(finished, key=lambda x: x["trial"])
-    print(summary_markdown(summarise(results)), end="")
-    write_outputs(Path(out), results, selection, record)
+    print(summary_markdown(summarise(results), table), end="")
+    write_outputs(Path(out), results, selection, record, table)
     print(f"results written to {out}")
     return 0
