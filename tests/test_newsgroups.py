@@ -236,3 +236,18 @@ def test_download_only_when_asked(tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(capsys, "--data", home, "--download", "--out", tmp_path / "o", *QUICK)
     assert code == 0, err
     assert calls == [str(home)]
+
+
+def test_the_ablation_runs_without_the_unlabeled_posts_under_its_own_row(tmp_path, capsys):
+    import json
+
+    archive = write_archive(tmp_path / newsgroups_data.ARCHIVE, make_posts())
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(capsys, "--data", archive, "--model", "dhda", "--out", out,
+                                "--set", "learn_unlabeled=false", *QUICK)
+    assert code == 0, err
+    assert "| 2-DHDA, labeled only (this run) |" in (out / "summary.md").read_text()
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["model_params"]["learn_unlabeled"] is False
+    assert settings["model_params"]["hidden_sizes"] == [8, 8]
+    assert settings["model_params"]["activation"] == "relu"  # the config's row, flags on top
