@@ -14,7 +14,9 @@ section 5.2 and appendix C.1 of the paper:
 - model selection on the validation images over a coarse grid of learning rate and beta
   (optionally on a shorter run), then `trials` seeded trials with the chosen values.
 
-The settings of each table row live in `configs/mnist_<model>.toml`.
+The settings of each table row live in `configs/mnist_<model>.toml`. `run_protocol` runs
+the same protocol over another data set (`DataSet`): the 20 NewsGroups runner
+(`evaluation.newsgroups`) is one.
 """
 
 from __future__ import annotations

@@ -119,10 +119,14 @@ def run(args) -> int:
         cache = state["cache"] = newsgroups_data.cache_path(out, source, args.vocabulary,
                                                             args.headers)
         record.update(data=str(source), cache=str(cache))
+        data = None
         if cache.is_file():
-            print(f"reading the vectorised posts from {cache}", flush=True)
-            data = newsgroups_data.load_cache(cache)
-        else:
+            try:
+                data = newsgroups_data.load_cache(cache)
+                print(f"read the vectorised posts from {cache}", flush=True)
+            except ValueError as e:  # made again below, and saved over it
+                print(f"{e}: tokenising the posts again", flush=True)
+        if data is None:
             posts = (newsgroups_data.fetch_posts(args.data) if isinstance(source, str)
                      else newsgroups_data.load_posts(source))
             data = state["new"] = newsgroups_data.build(posts, args.vocabulary, args.headers)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import tarfile
+import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
@@ -173,13 +174,20 @@ def strip_headers(text: str, headers: str = "subject") -> str:
     return f"{subject.strip()}\n{body}"
 
 
+def _stop_words() -> frozenset:
+    try:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    except ImportError:  # pragma: no cover - scikit-learn is in the newsgroups extra
+        raise ValueError("the 20 NewsGroups runner needs scikit-learn's stop words: "
+                         "pip install 'river-dhbm[newsgroups]'") from None
+    return ENGLISH_STOP_WORDS
+
+
 def tokenize(text: str) -> list[str]:
     """Lowercase words of `text` (runs of two or more letters or digits), without the
     numerics (words holding a digit) and scikit-learn's English stop words."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return [w for w in _TOKEN.findall(text.lower())
-            if w not in ENGLISH_STOP_WORDS and not _DIGIT.search(w)]
+    stop = _stop_words()
+    return [w for w in _TOKEN.findall(text.lower()) if w not in stop and not _DIGIT.search(w)]
 
 
 class _Stemmer:
@@ -273,9 +281,17 @@ def save_cache(path, data: NewsGroups) -> Path:
 
 
 def load_cache(path) -> NewsGroups:
-    """The `NewsGroups` saved by `save_cache` (the workers' loader)."""
-    with np.load(path, allow_pickle=False) as f:
-        values = {k: f[k] for k in f.files}
+    """The `NewsGroups` saved by `save_cache` (the workers' loader); `ValueError` if `path`
+    holds something else."""
+    names = {f.name for f in dataclasses.fields(NewsGroups)}
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            values = {k: f[k] for k in f.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise ValueError(f"{str(path)!r} is not a cache of vectorised posts: {e}") from None
+    if set(values) != names:
+        raise ValueError(f"{str(path)!r} is not a cache of vectorised posts: it holds "
+                         f"{', '.join(sorted(values))}")
     for key in ("classes", "vocabulary"):
         values[key] = tuple(values[key].tolist())
     return NewsGroups(**values)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -193,7 +194,7 @@ def test_rerun_reads_the_cache_and_workers_read_it_too(tmp_path, capsys, monkeyp
     monkeypatch.setattr(newsgroups_data, "tokenize", no_tokenising)
     code, stdout, err = run_cli(capsys, *args)
     assert code == 0, err
-    assert "reading the vectorised posts" in stdout
+    assert "read the vectorised posts" in stdout
     assert pd.read_csv(out / "results.csv").drop(columns="seconds").equals(first)
     settings = json.loads((out / "settings.json").read_text())
     assert settings["classes"] == list(GROUPS) and settings["vocabulary"] == 30
@@ -207,6 +208,10 @@ def test_rerun_reads_the_cache_and_workers_read_it_too(tmp_path, capsys, monkeyp
     monkeypatch.undo()  # another vocabulary is another cache file
     assert run_cli(capsys, *args, "--vocabulary", "20")[0] == 0
     assert len(list(out.glob("newsgroups-*.npz"))) == 2
+    Path(settings["cache"]).write_bytes(b"broken")  # a broken cache is made again
+    code, stdout, err = run_cli(capsys, *args)
+    assert code == 0 and "tokenising the posts again" in stdout, err
+    assert newsgroups_data.load_cache(settings["cache"]).vocabulary == data.vocabulary
 
 
 def test_missing_or_malformed_path_is_one_line_and_exit_2(tmp_path, capsys):
