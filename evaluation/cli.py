@@ -11,6 +11,7 @@
     python -m evaluation plot --csv results/reproduce/curves.csv --out figures
     python -m evaluation bench streams
     python -m evaluation mnist --data DIR                         # the paper's table 1
+    python -m evaluation newsgroups --data 20news-bydate.tar.gz   # its 20 NewsGroups figures
 
 Settings come from the TOML files in `evaluation/configs/` (one per figure row or table),
 flags override them. `--jobs N` runs trials in N local processes, `--scheduler ADDRESS` on a
@@ -174,8 +175,14 @@ def _add_tracks(sub) -> None:
     tracks.add_parser(sub).set_defaults(func=_cmd_tracks)
 
 
+def _add_newsgroups(sub) -> None:
+    from . import newsgroups  # owns its flags and its command (`newsgroups.run`)
+
+    newsgroups.add_parser(sub)
+
+
 SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_scarcity, _add_suite, _add_plot,
-               _add_bench, _add_mnist, _add_tracks]
+               _add_bench, _add_mnist, _add_tracks, _add_newsgroups]
 
 
 def build_parser() -> argparse.ArgumentParser:

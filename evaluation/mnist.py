@@ -14,7 +14,9 @@ section 5.2 and appendix C.1 of the paper:
 - model selection on the validation images over a coarse grid of learning rate and beta
   (optionally on a shorter run), then `trials` seeded trials with the chosen values.
 
-The settings of each table row live in `configs/mnist_<model>.toml`.
+The settings of each table row live in `configs/mnist_<model>.toml`. `run_protocol` runs
+the same protocol over another data set (`DataSet`): the 20 NewsGroups runner
+(`evaluation.newsgroups`) is one.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +46,9 @@ from .mnist_data import (  # noqa: F401 (the public names this module always had
     split_indices,
 )
 from .mnist_table import (  # noqa: F401
+    MNIST_TABLE,
     PAPER_ROWS,
+    PaperTable,
     RESULT_COLUMNS,
     summarise,
     summary_markdown,
@@ -71,12 +76,15 @@ __all__ = [
     "MissingData",
     "PAPER_ROWS",
     "TrialSpec",
+    "DataSet",
     "add_parser",
+    "add_protocol_flags",
     "error_rate",
     "find_files",
     "load_mnist",
     "read_idx",
     "run",
+    "run_protocol",
     "run_trial",
     "select",
     "split_indices",
@@ -96,43 +104,60 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         f"The data directory holds {', '.join(FILES)} (raw or .gz).",
     )
     p.add_argument("--data", help=f"directory of the four MNIST files (default: ${ENV_VAR})")
+    add_protocol_flags(p, "mnist", "images",
+                       {"trials": 10, "labels": 100, "validation": 1000, "epochs": 6})
+    p.set_defaults(func=run)
+    return p
+
+
+def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
+    """The flags of an offline run of the paper's protocol (`mnist`, `newsgroups`): the
+    table row, the config and its overrides, the trials, the output. `rows` names the
+    training rows ("images"), `defaults` the configs' trials, labels and epochs."""
     p.add_argument("--model", choices=sorted(MODELS), default="dhbm",
                    help="table row (default dhbm)")
-    p.add_argument("--config", help="a TOML config instead of configs/mnist_<model>.toml")
-    p.add_argument("--trials", type=positive_int, help="trials after the selection (config: 10)")
+    p.add_argument("--config",
+                   help=f"a TOML config instead of configs/{experiment}_<model>.toml")
+    p.add_argument("--trials", type=positive_int,
+                   help=f"trials after the selection (config: {defaults['trials']})")
     p.add_argument("--first-trial", type=int,
                    help="index of the first trial (its seeds follow from it): split a series "
                    "of trials over several runs (default 0, with --append the next index)")
     p.add_argument("--append", action="store_true",
                    help="add trials to the results already in --out: same settings, the grid "
                    "point chosen there (no new grid search), the earlier trials kept")
-    p.add_argument("--labels", type=positive_int, help="labeled training images (config: 100)")
-    p.add_argument("--epochs", type=positive_int, help="passes over the unlabeled set (config: 6)")
+    p.add_argument("--labels", type=positive_int,
+                   help=f"labeled training {rows} (config: {defaults['labels']})")
+    p.add_argument("--validation", type=positive_int,
+                   help=f"{rows} held out for the selection (config: {defaults['validation']})")
+    p.add_argument("--epochs", type=positive_int,
+                   help=f"passes over the unlabeled set (config: {defaults['epochs']})")
     p.add_argument("--max-train", type=positive_int,
-                   help="use at most this many unlabeled images (quick runs)")
+                   help=f"use at most this many unlabeled {rows} (quick runs)")
     p.add_argument("--lr", type=floats, help="learning-rate grid, e.g. 0.05,0.08,0.11")
     p.add_argument("--beta", type=floats, help="beta grid, e.g. 0.35,0.6,0.9")
     p.add_argument("--select-train", type=positive_int,
-                   help="unlabeled images of each grid-search run (config value)")
+                   help=f"unlabeled {rows} of each grid-search run (config value)")
     p.add_argument("--select-epochs", type=positive_int, help="epochs of each grid-search run")
     p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter on top of the config, e.g. --set mf_steps=2 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
-    p.add_argument("--out", type=Path, help="output directory (default results/mnist-<model>)")
+    p.add_argument("--out", type=Path,
+                   help=f"output directory (default results/{experiment}-<model>)")
     p.add_argument("--keep-best", action="store_true",
                    help="score each trial's checkpoint of the lowest validation error (checked "
                    "every 1,000 updates and at the end) instead of its final model")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=run)
-    return p
 
 
-def load_settings(args) -> dict:
-    """The config of `args.model` (or `args.config`) with the flags on top."""
+def load_settings(args, experiment: str = "mnist") -> dict:
+    """The config of `args.model` (or `args.config`; default `configs/<experiment>_<model>.toml`)
+    with the flags on top; `--quick` (where a command has it) keeps one trial, one epoch and
+    the grid's first point before the other flags apply."""
     from . import registry
 
-    path = registry.config_path(args.config or f"mnist_{args.model}")
+    path = registry.config_path(args.config or f"{experiment}_{args.model}")
     try:
         with open(path, "rb") as f:
             s = tomllib.load(f)
@@ -147,7 +172,11 @@ def load_settings(args) -> dict:
         s["model"] = s.get("model", args.model)
     else:
         s["model"] = args.model
-    for key in ("trials", "labels", "epochs", "max_train", "select_train", "select_epochs"):
+    if getattr(args, "quick", False):
+        s.update(trials=1, epochs=1, select_epochs=1)
+        s["grid"] = {k: list(v)[:1] for k, v in s["grid"].items()}
+    for key in ("trials", "labels", "validation", "epochs", "max_train", "select_train",
+                "select_epochs"):
         value = getattr(args, key, None)
         if value is not None:
             s[key] = value
@@ -248,12 +277,35 @@ def _fail(message: str) -> int:
     return 2
 
 
+@dataclasses.dataclass(frozen=True)
+class DataSet:
+    """What `run_protocol` needs of a data set: `load(out)` reads the arrays (an `MNIST`;
+    `MissingData` or `ValueError` for the user to fix) for a run writing to `out`,
+    `share(data, out)` is called once `out` is checked and returns what the worker processes
+    read, with `loader(shared)` (a module-level function: default `load_mnist`); our rows go
+    into `table`; `record` is added to settings.json (after `load`, which may fill it)."""
+
+    load: Callable
+    share: Callable
+    loader: Callable | None = None
+    table: PaperTable = MNIST_TABLE
+    record: dict = dataclasses.field(default_factory=dict)
+
+
 def run(args) -> int:
     """The `mnist` subcommand: select on the validation set, run the trials, report."""
     directory = args.data or os.environ.get(ENV_VAR) or None
+    data_set = DataSet(load=lambda out: load_mnist(directory),
+                       share=lambda data, out: str(Path(directory).resolve()))
+    return run_protocol(args, data_set, "mnist")
+
+
+def run_protocol(args, data_set: DataSet, experiment: str) -> int:
+    """Select on the validation set, run the trials, report: the offline protocol of the
+    paper over `data_set`, with the configs `configs/<experiment>_<model>.toml`."""
     try:
-        settings = load_settings(args)
-        out = args.out or Path("results") / f"mnist-{settings['model']}"
+        settings = load_settings(args, experiment)
+        out = args.out or Path("results") / f"{experiment}-{settings['model']}"
         previous, earlier = [], None
         if getattr(args, "append", False):
             previous, earlier = read_previous(out, settings)
@@ -269,22 +321,24 @@ def run(args) -> int:
             if again:
                 raise ValueError(f"Trials {again} are already in {str(out)!r}: choose "
                                  "another --first-trial")
-        data = load_mnist(directory)
+        data = data_set.load(Path(out))
+        n_classes = len(np.unique(data.train_labels))
         for spec in selection_specs[:1] + trial_specs[:1]:  # bad settings fail now, not later
             split_indices(data.train_labels, spec.labels, spec.validation, spec.split_seed)
-            build_model(spec, data.train_images.shape[1], 10)
+            build_model(spec, data.train_images.shape[1], n_classes)
         from .experiment import check_writable
 
         check_writable(out)
+        directory = data_set.share(data, Path(out))
     except (MissingData, ValueError) as e:
         return _fail(str(e))
-    directory = str(Path(directory).resolve())
+    loader, table = data_set.loader, data_set.table
     selection = []
     if selection_specs:
         chosen, selection = select(
             selection_specs, data,
             runner=lambda specs: run_specs(specs, data, directory, args.jobs, "grid search",
-                                           args.quiet),
+                                           args.quiet, loader=loader),
         )
         trial_specs = [dataclasses.replace(t, params={**t.params, **chosen}) for t in trial_specs]
         print("grid search (validation error %): " + ", ".join(
@@ -295,7 +349,7 @@ def run(args) -> int:
     record = {k: v for k, v in settings.items()} | {
         "data": directory, "jobs": args.jobs, "chosen": trial_specs[0].params,
         "model_params": trial_specs[0].model_params(),
-    }
+    } | data_set.record
     if earlier is not None:  # the earlier record stays, with a note of each addition
         added = {k: record[k] for k in ("first_trial", "trials", "data", "jobs")}
         record = earlier | {"appended": [*earlier.get("appended", []), added]}
@@ -306,12 +360,13 @@ def run(args) -> int:
         finished.append(r)
         print(f"trial {r['trial']}: test error {100 * r['test_error']:.2f} %, validation error "
               f"{100 * r['validation_error']:.2f} %, {r['seconds']:.0f} s", flush=True)
-        write_outputs(Path(out), sorted(finished, key=lambda x: x["trial"]), selection, record)
+        write_outputs(Path(out), sorted(finished, key=lambda x: x["trial"]), selection, record,
+                      table)
 
     results = run_specs(trial_specs, data, directory, args.jobs, "trials", args.quiet,
-                        on_result=trial_done)
+                        on_result=trial_done, loader=loader)
     results = sorted(finished, key=lambda x: x["trial"])
-    print(summary_markdown(summarise(results)), end="")
-    write_outputs(Path(out), results, selection, record)
+    print(summary_markdown(summarise(results), table), end="")
+    write_outputs(Path(out), results, selection, record, table)
     print(f"results written to {out}")
     return 0

@@ -33,7 +33,8 @@ FILES = (
 
 
 class MissingData(Exception):
-    """No MNIST where we looked: the message says which files are expected where."""
+    """No data set where we looked (MNIST, or 20 NewsGroups' copy): the message says what
+    is expected where."""
 
 
 # ---------------------------------------------------------------------------------- IDX files
