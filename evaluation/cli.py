@@ -166,7 +166,7 @@ def _add_scarcity(sub) -> None:
 def _add_suite(sub) -> None:
     from . import suite  # owns its flags and its command (`suite.command`)
 
-    suite.add_parser(sub)
+    suite.add_parser(sub).set_defaults(func=_cmd_suite)
 
 
 def _add_tracks(sub) -> None:
@@ -339,6 +339,14 @@ def _cmd_plot(args) -> int:
     for path in plot_curves(curves, args.out, zoom=args.zoom, name=args.name):
         print(path)
     return 0
+
+
+def _cmd_suite(args) -> int:
+    from . import suite
+
+    with _user_errors():
+        suite.check(args)
+    return suite.command(args)
 
 
 def _cmd_bench(args) -> int:

@@ -34,7 +34,7 @@ import numpy as np
 from . import registry
 from .arguments import floats, names, positive_int
 
-__all__ = ["PEERS", "STREAMS", "add_parser", "command", "load_stream", "make_learner", "run", "run_one"]
+__all__ = ["PEERS", "STREAMS", "add_parser", "check", "command", "load_stream", "make_learner", "run", "run_one"]
 
 #: The development suite's streams (the ones we tune on).
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
@@ -272,17 +272,11 @@ def add_parser(sub) -> None:
     p.add_argument("--quick", action="store_true",
                    help="3,000 rows, 2 seeds, labels 100 % and 10 %, DHBM and two peers")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=command)
+    return p
 
 
 def command(args) -> int:
-    """The `suite` subcommand: bad settings end in one line (`cli.BadArguments`)."""
-    from .cli import BadArguments
-
-    try:
-        _check(args)
-    except ValueError as e:
-        raise BadArguments(str(e)) from None
+    """The `suite` subcommand (`check(args)` first: it raises ValueError for bad settings)."""
     _run_and_write(args)
     return 0
 
@@ -296,7 +290,8 @@ def _settings(args):
     return streams, models, ratios, seeds, instances
 
 
-def _check(args) -> None:
+def check(args) -> None:
+    """Raise ValueError, in one line, for settings that cannot run."""
     streams, models, ratios, _, _ = _settings(args)
     for m in models:
         check_model_name(m)

@@ -397,7 +397,8 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
 
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
         # the kernel makes the proxy labels itself, from the prediction it computes first
-        X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False)
+        n_batch = len(X)
+        X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False, rounds=self.steps)
         dtype = self._theta.dtype
         X = X.astype(dtype, copy=False)
         n = X.shape[0]
@@ -425,5 +426,5 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
             self._unlabeled_weight(self._current_beta()), scarce_labels.proxy_confidence(self),
             float(self.discriminative_weight), self.pseudo_label == "hard", mask,
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
-            *self._work_arrays(), self._moments, self.n_updates + 1, self.steps, _NO_CODES,
+            *self._work_arrays(), self._moments, self.n_updates + 1, self.steps, n_batch, _NO_CODES,
         )

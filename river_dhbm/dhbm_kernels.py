@@ -52,10 +52,15 @@ _INLINE = dict(_JIT, inline="always")
 def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
                 lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y, part_mask,
                 noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t,
-                moments, step, steps, first_pred):
-    """One learning step of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
+                moments, step, steps, n_batch, first_pred):
+    """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
 
-    `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
+    `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step; step
+    `s` learns the mini-batch with its own `R` rows (`_update_steps`). `first_pred [n_batch]`
+    int64 (or empty) receives each mini-batch row's most probable class before the first
+    step: the prediction. Each step, on its `n` rows:
+
+    `y` int64 class indices (-1 unlabeled).
     1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
     2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
        its predicted class in `y` (in place: a proxy label, learnt as a labeled row; above 1:
@@ -74,47 +79,95 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
        `noise_h` holds draws for, the statistics from the last);
     7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
        or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
-       `step >= 1`, see `adam_step`).
-    Steps 1-7 run `steps` times on the same rows, masks and draws (the SAP sweeps split
-    `noise_h, noise_v` evenly between them; Adam counts `(step - 1) * steps + s + 1`); the
-    proxy labels are made once, by the first. `first_pred [n]` int64 (or empty) receives each
-    row's most probable class before the first step: the prediction.
-    Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
+       `step >= 1`, see `adam_step`; step `s` of update `step` counts `(step - 1) * steps +
+       s + 1`).
+    Proxy labels come from the first step only, and stay for the others. The SAP sweeps split
+    `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
     [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]` (their first `n` rows are used); `theta_t` of `theta`'s length for the
-    transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none.
+    transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none; their
+    rows are a step's rows.
     """
-    _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
-                 alpha, beta, confidence, disc_weight, hard, mask,
-                 (part_x, part_h, part_y, part_mask, noise_h, noise_v),
-                 (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments,
-                 (step, steps, first_pred))
+    _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
+                  alpha, beta, confidence, disc_weight, hard, mask,
+                  (part_x, part_h, part_y, part_mask, noise_h, noise_v),
+                  (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments,
+                  (step, steps, n_batch, first_pred))
 
 
 @njit(**_JIT)
 def dhbm_update_mf(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
                    lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
                    part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                   wdisc, theta_t, moments, step, steps, first_pred):
+                   wdisc, theta_t, moments, step, steps, n_batch, first_pred):
     """`dhbm_update` with the mean-field estimator, whatever `estimator` says: the kernel of
     the default settings, which never compiles the SAP negative phase (`sap_sweep`, about a
     second of the first use)."""
-    _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, MF, mf_steps, lr,
-                 alpha, beta, confidence, disc_weight, hard, mask,
-                 (part_x, part_h, part_y, part_mask, noise_h, noise_v),
-                 (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments,
-                 (step, steps, first_pred))
+    _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, MF, mf_steps, lr,
+                  alpha, beta, confidence, disc_weight, hard, mask,
+                  (part_x, part_h, part_y, part_mask, noise_h, noise_v),
+                  (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments,
+                  (step, steps, n_batch, first_pred))
+
+
+@njit(**_INLINE)
+def _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
+                  alpha, beta, confidence, disc_weight, hard, mask, particles, work, moments,
+                  schedule):
+    """The steps of `dhbm_update`: step `s` runs `_update_body` on the mini-batch (the first
+    `n_batch` rows of `X`) and its own replayed rows `X[n_batch + s R : n_batch + (s + 1) R]`;
+    a stream shows each row once, and fresh memory rows at every step keep the extra steps
+    from fitting one small batch's noise. (One call site of the inlined body, whatever
+    `steps` is: each site compiles the whole step again.)"""
+    step, steps, n, first_pred = schedule
+    part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
+    P = work[6]
+    C = n_classes
+    D = X.shape[1]
+    R = (X.shape[0] - n) // steps
+    xs = np.empty((n + R, D), X.dtype)
+    ys = np.empty(n + R, np.int64)
+    for r in range(n):
+        for c in range(D):
+            xs[r, c] = X[r, c]
+    hs = noise_h.shape[0] // steps
+    vs = noise_v.shape[0] // steps
+    for s in range(steps):
+        for r in range(n):
+            ys[r] = y[r]  # with the first step's proxy labels
+        for k in range(R):
+            for c in range(D):
+                xs[n + k, c] = X[n + s * R + k, c]
+            ys[n + k] = y[n + s * R + k]
+        _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, estimator, mf_steps, lr,
+                     alpha, beta, confidence if s == 0 else 2.0, disc_weight, hard, mask,
+                     (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
+                      noise_v[s * vs : (s + 1) * vs]),
+                     work, moments, (step - 1) * steps + s + 1)
+        if s == 0:
+            _first_predictions(P, C, n, first_pred)
+            for r in range(n):
+                y[r] = ys[r]
+
+
+@njit(**_JIT)
+def _first_predictions(P, C, n, first_pred):
+    """`first_pred[r]` = the first largest of `P`'s flat row `r`, for the first `n` rows
+    (none when `first_pred` is empty or there is no class yet)."""
+    if C == 0:
+        return
+    for r in range(min(n, first_pred.shape[0])):
+        first_pred[r] = np.argmax(borrow(P, r * C, (C,)))
 
 
 @njit(**_INLINE)
 def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
-                 alpha, beta, confidence, disc_weight, hard, mask, particles, work, moments, steps_of):
+                 alpha, beta, confidence, disc_weight, hard, mask, particles, work, moments, step):
     """`dhbm_update`'s body, inlined into each entry kernel in Numba's IR: there a constant
     `estimator` prunes the other estimator's branch before it is typed or compiled. The
     particles and work arrays come as two tuples: Python passes a call of more than 30
     arguments as `*args`, which Numba does not inline."""
     part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
     act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t = work
-    step, steps, first_pred = steps_of
     # the buffers as borrowed views: no reference counting in the calls below (`borrowed`)
     theta, grad, theta_t = borrowed(theta), borrowed(grad), borrowed(theta_t)
     moments, off, sizes, hcum = borrowed(moments), borrowed(off), borrowed(sizes), borrowed(hcum)
@@ -128,74 +181,70 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
     xrec, P, T, Y = borrow(xrec, 0, (n, D)), borrow(P, 0, (n, C)), borrow(T, 0, (n, C)), borrow(
         Y, 0, (n, C))
     wrow, wdisc = borrow(wrow, 0, (n,)), borrow(wdisc, 0, (n,))
-    for s_ in range(steps):
-        if theta_t.size > 0:
-            transpose_weights(theta, off, sizes, C, theta_t)
-        forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
-        if C > 0:
-            joint_proba(act, n, theta, off, sizes, hcum, C, P)
-            if s_ == 0:  # the prediction, and the proxy labels, before any step
-                for r in range(min(first_pred.shape[0], n)):
-                    first_pred[r] = np.argmax(borrow(P, r * C, (C,)))
-                if confidence <= 1.0:
-                    confident_labels(y, P, n, confidence)
+    if theta_t.size > 0:
+        transpose_weights(theta, off, sizes, C, theta_t)
+    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
+    if C > 0:
+        joint_proba(act, n, theta, off, sizes, hcum, C, P)
+        if confidence <= 1.0:
+            confident_labels(y, P, n, confidence)
 
-        subset_weights(y, n, alpha, beta, wrow)
+    subset_weights(y, n, alpha, beta, wrow)
+    for r in range(n):
+        wdisc[r] = disc_weight * wrow[r]
+    if C > 0:
+        label_targets(y, P, n, C, hard, T)
+
+    for i in range(A):
+        mu[i] = act[i]
+    for s in range(mf_steps):
+        mean_field_sweep(X, mu, T, theta, theta_t, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
+
+    # recognition network: KL towards the mean-field posterior + discriminative term
+    for i in range(A):
+        delta[i] = 0.0
+    if mf_steps > 0:
+        kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
+    if C > 0 and disc_weight != 0.0:
+        discriminative_delta(act, n, P, T, wdisc, theta, theta_t, off, sizes, hcum, C, kind,
+                             mask, delta, grad)
+    net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, COL_R, COL_RB, True, kind, mask,
+                 grad)
+
+    # model: positive phase minus negative phase (as a loss gradient: negative minus positive)
+    add_phase(X, mu, T, wrow, -1.0, grad, off, sizes, hcum, C, zbuf)
+    if estimator == MF:
+        reconstruct(layer(mu, hcum, n, 0), theta, theta_t, off, sizes, xrec)
+        if C > 0 and mf_steps == 0:  # mu is the recognition pass: p(y | mu) is P
+            for r in range(n):  # loops: a slice assignment compiles its error paths too
+                for k in range(C):
+                    Y[r, k] = P[r, k]
+        elif C > 0:
+            joint_proba(mu, n, theta, off, sizes, hcum, C, Y)
+        for i in range(A):
+            neg[i] = mu[i]
+        mean_field_sweep(xrec, neg, Y, theta, theta_t, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
+        add_phase(xrec, neg, Y, wrow, 1.0, grad, off, sizes, hcum, C, zbuf)
+    else:
+        wsum = 0.0
         for r in range(n):
-            wdisc[r] = disc_weight * wrow[r]
-        if C > 0:
-            label_targets(y, P, n, C, hard, T)
+            wsum += wrow[r]
+        M = part_x.shape[0]
+        # `noise_h, noise_v` hold the draws of K sweeps; the statistics are the last one's
+        K = noise_h.shape[0] // (M * hcum[L])
+        for s in range(K):
+            sap_sweep(part_x, part_h, part_y, part_mask,
+                      borrow(noise_h, s * M * hcum[L], (M * hcum[L],)),
+                      borrow(noise_v, s * (M * D + M), (M * D + M,)),
+                      wsum / M if s == K - 1 else 0.0, theta, theta_t, grad, off, sizes, hcum, C,
+                      kind, zbuf)
 
-        for i in range(A):
-            mu[i] = act[i]
-        for s in range(mf_steps):
-            mean_field_sweep(X, mu, T, theta, theta_t, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
-
-        # recognition network: KL towards the mean-field posterior + discriminative term
-        for i in range(A):
-            delta[i] = 0.0
-        if mf_steps > 0:
-            kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
-        if C > 0 and disc_weight != 0.0:
-            discriminative_delta(act, n, P, T, wdisc, theta, theta_t, off, sizes, hcum, C, kind,
-                                 mask, delta, grad)
-        net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, COL_R, COL_RB, True, kind, mask,
-                     grad)
-
-        # model: positive phase minus negative phase (as a loss gradient: negative minus positive)
-        add_phase(X, mu, T, wrow, -1.0, grad, off, sizes, hcum, C, zbuf)
-        if estimator == MF:
-            reconstruct(layer(mu, hcum, n, 0), theta, theta_t, off, sizes, xrec)
-            if C > 0 and mf_steps == 0:  # mu is the recognition pass: p(y | mu) is P
-                for r in range(n):  # loops: a slice assignment compiles its error paths too
-                    for k in range(C):
-                        Y[r, k] = P[r, k]
-            elif C > 0:
-                joint_proba(mu, n, theta, off, sizes, hcum, C, Y)
-            for i in range(A):
-                neg[i] = mu[i]
-            mean_field_sweep(xrec, neg, Y, theta, theta_t, off, sizes, hcum, C, kind, mask, 1.0, zbuf)
-            add_phase(xrec, neg, Y, wrow, 1.0, grad, off, sizes, hcum, C, zbuf)
-        else:
-            wsum = 0.0
-            for r in range(n):
-                wsum += wrow[r]
-            M = part_x.shape[0]
-            # `noise_h, noise_v` hold the draws of K sweeps; the statistics are the last one's
-            K = noise_h.shape[0] // (M * hcum[L]) // steps
-            for s in range(s_ * K, (s_ + 1) * K):
-                sap_sweep(part_x, part_h, part_y, part_mask,
-                          borrow(noise_h, s * M * hcum[L], (M * hcum[L],)),
-                          borrow(noise_v, s * (M * D + M), (M * D + M,)),
-                          wsum / M if s == (s_ + 1) * K - 1 else 0.0, theta, theta_t, grad, off, sizes, hcum, C,
-                          kind, zbuf)
-
-        if moments.size > 0:
-            adam_step(theta, grad, moments, lr, (step - 1) * steps + s_ + 1)
-        else:
-            for i in range(theta.shape[0]):
-                theta[i] -= lr * grad[i]
-                grad[i] = 0.0
+    if moments.size > 0:
+        adam_step(theta, grad, moments, lr, step)
+    else:
+        for i in range(theta.shape[0]):
+            theta[i] -= lr * grad[i]
+            grad[i] = 0.0
 
 
 @njit(**_JIT)
@@ -212,25 +261,27 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
     scale 1 and no refinement). Each update also learns `replay` rows of the label memory
     `(mem_X, mem_y, mem_state)` drawn by `uniforms[b * replay:]`, then stores the block's
     labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows have
-    been seen (`labeled_seen` before this run), as `scarce_labels.learning_batch` does.
-    Each update runs `steps` steps; `first_pred [>= n + replay]` int64 is work space."""
+    been seen (`labeled_seen` before this run), as `scarce_labels.learning_batch` does; each
+    update takes `steps` steps with `replay` memory rows each (see `dhbm_update`), drawn by
+    `uniforms[b * steps * replay:]`. `first_pred [>= n]` int64 is work space."""
     n = P.shape[0] - replay
     D = X.shape[1]
-    Xa = np.empty((n + replay, D), X.dtype)
-    ya = np.empty(n + replay, dtype=np.int64)
+    drawn = steps * replay  # memory rows per update
+    Xa = np.empty((n + drawn, D), X.dtype)
+    ya = np.empty(n + drawn, dtype=np.int64)
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
         for r in range(b * n, (b + 1) * n):
             if codes[r] >= 0:
                 labeled_seen += 1
         m = memory_replay(mem_X, mem_y, mem_state, X[rows], codes[rows], n,
-                          uniforms[b * replay : (b + 1) * replay], Xa, ya)
+                          uniforms[b * drawn : (b + 1) * drawn], Xa, ya)
         memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
         gate = confidence if labeled_seen >= warm_up else 2.0
         dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes, hcum, n_classes, kind, MF,
                     mf_steps, lr, alpha, betas[b], gate, disc_weight, hard, empty, part_x,
                     part_h, part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y,
-                    wrow, wdisc, theta_t, moments, first_step + b, steps, first_pred)
+                    wrow, wdisc, theta_t, moments, first_step + b, steps, n, first_pred)
         for r in range(n):
             predicted[b * n + r] = first_pred[r]
 

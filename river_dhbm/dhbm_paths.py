@@ -38,8 +38,8 @@ class DHBMPaths:
             betas[:] = 0.0
         predicted = np.empty(len(X), dtype=np.int64)
         memory = scarce_labels.memory_of(self, X.shape[1])
-        # the per-batch path's draws, in its order: `replay` uniforms per update
-        uniforms = self._rng.random(n_batches * self.replay)
+        # the per-batch path's draws, in its order: `replay` uniforms per step of an update
+        uniforms = self._rng.random(n_batches * self.replay * self.steps)
         confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
             self.confidence)
         dhbm_kernels.dhbm_test_then_train(

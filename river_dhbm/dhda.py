@@ -348,7 +348,8 @@ class DHDA(HybridClassifier):
         self._grad = np.zeros_like(self._theta)
 
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
-        X, y = scarce_labels.learning_batch(self, X, y, P)
+        n_batch = len(X)
+        X, y = scarce_labels.learning_batch(self, X, y, P, rounds=self.steps)
         dtype = self._theta.dtype
         X = X.astype(dtype, copy=False)
         n = X.shape[0]
@@ -369,7 +370,7 @@ class DHDA(HybridClassifier):
             float(self.learning_rate), self._upper_lr(), float(self.alpha),
             beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
             float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
-            self.steps,
+            self.steps, n_batch,
         )
 
     def _upper_lr(self) -> float:

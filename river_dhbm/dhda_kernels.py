@@ -183,8 +183,32 @@ def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, gra
 
 @njit(cache=True)
 def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
-                lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, steps):
-    """`steps` learning steps of the DHDA on a mixed mini-batch (paper Algorithms 1 and 3), in place.
+                lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, steps, n_batch):
+    """`steps` learning steps of the DHDA (`dhda_step`), in place: `X [n_batch + steps * R,
+    D]` holds the mini-batch, then `R` replayed rows for each step; step `s` learns the
+    mini-batch with its own `R` rows (as `dhbm_kernels.dhbm_update`), with the same masks."""
+    D = X.shape[1]
+    n = n_batch
+    R = (X.shape[0] - n) // steps
+    xs = np.empty((n + R, D), X.dtype)
+    ys = np.empty(n + R, np.int64)
+    for r in range(n):
+        ys[r] = y[r]
+        for c in range(D):
+            xs[r, c] = X[r, c]
+    for s in range(steps):
+        for k in range(R):
+            ys[n + k] = y[n + s * R + k]
+            for c in range(D):
+                xs[n + k, c] = X[n + s * R + k, c]
+        dhda_step(xs, ys, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
+                  lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa)
+
+
+@njit(cache=True)
+def dhda_step(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
+              lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa):
+    """One learning step of the DHDA on a mixed mini-batch (paper Algorithms 1 and 3), in place.
 
     `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
     1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty);
@@ -199,7 +223,6 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     6. `theta -= lr * grad` (`grad` zeroed buffer of `theta`'s size, left zeroed), except
        the parameters of the layers above the first (`W^l, b^l, U^l, R^l, r^l`, `l >= 2`),
        which step by `upper_lr`.
-    Steps 1-6 run `steps` times on the same rows and masks.
     """
     n, D = X.shape
     L = sizes.shape[0] - 1
@@ -220,54 +243,51 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     wdisc = np.zeros(n)
     # the weights' transposes (`kernels.times_transposed`), for narrow networks only
     mirror = np.empty(theta.size if widest(sizes) <= MIRROR_MAX_WIDTH else 0, dtype)
-    for _ in range(steps):
-        if mirror.size > 0:
-            transpose_weights(theta, off, sizes, C, mirror)
+    if mirror.size > 0:
+        transpose_weights(theta, off, sizes, C, mirror)
 
-        for i in range(A):
-            delta[i] = 0.0
-        forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
-        subset_weights(y, n, alpha, beta, wrow)
-        for r in range(n):
-            wdisc[r] = disc_weight * wrow[r]
-        if C > 0:  # before the first label only the reconstructions learn
-            joint_proba(act, n, theta, off, sizes, hcum, C, P)
-            label_targets(y, P, n, C, hard, T)
+    forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, mask, 1.0, act)
+    subset_weights(y, n, alpha, beta, wrow)
+    for r in range(n):
+        wdisc[r] = disc_weight * wrow[r]
+    if C > 0:  # before the first label only the reconstructions learn
+        joint_proba(act, n, theta, off, sizes, hcum, C, P)
+        label_targets(y, P, n, C, hard, T)
 
-        for i in range(A):
-            mu[i] = act[i]
-        stride = n * D + A
-        for s in range(mf_steps):
-            if kappa.size > 0:
-                kx = kappa[s * stride : s * stride + n * D].reshape((n, D))
-                kh = kappa[s * stride + n * D : (s + 1) * stride]
-            else:
-                kx = kappa.reshape((0, D))
-                kh = kappa
-            dhda_sweep(X, mu, kx, kh, mask, theta, mirror, off, sizes, hcum, C, kind, xhat, below_hat,
-                       above_hat, zbuf)
+    for i in range(A):
+        mu[i] = act[i]
+    stride = n * D + A
+    for s in range(mf_steps):
+        if kappa.size > 0:
+            kx = kappa[s * stride : s * stride + n * D].reshape((n, D))
+            kh = kappa[s * stride + n * D : (s + 1) * stride]
+        else:
+            kx = kappa.reshape((0, D))
+            kh = kappa
+        dhda_sweep(X, mu, kx, kh, mask, theta, mirror, off, sizes, hcum, C, kind, xhat, below_hat,
+                   above_hat, zbuf)
 
-        # recognition network: KL towards the mean-field activities + discriminative term
-        kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
-        if C > 0 and disc_weight != 0.0:
-            discriminative_delta(act, n, P, T, wdisc, theta, mirror, off, sizes, hcum, C, kind, mask,
-                                 delta, grad)
-        net_backward(X, act, delta, theta, mirror, off, sizes, hcum, COL_R, COL_RB, True, kind, mask,
-                     grad)
+    # recognition network: KL towards the mean-field activities + discriminative term
+    kl_delta(act, mu, n, hcum, wrow, kind, mask, delta)
+    if C > 0 and disc_weight != 0.0:
+        discriminative_delta(act, n, P, T, wdisc, theta, mirror, off, sizes, hcum, C, kind, mask,
+                             delta, grad)
+    net_backward(X, act, delta, theta, mirror, off, sizes, hcum, COL_R, COL_RB, True, kind, mask,
+                 grad)
 
-        # model: output term and reconstructions, back-propagated into the encoders
-        for i in range(A):
-            delta[i] = 0.0
-        if C > 0:
-            joint_proba(mu, n, theta, off, sizes, hcum, C, P)
-            discriminative_delta(mu, n, P, T, wrow, theta, mirror, off, sizes, hcum, C, kind, mask,
-                                 delta, grad)
-        reconstruction_delta(mu, X, wrow, theta, mirror, off, sizes, hcum, kind, dec_kind, mse, mask,
-                             xhat[:0], grad, delta)
-        encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
-        if upper_lr != lr:
-            scale_upper_layers(grad, off, sizes, C, upper_lr / lr)
-        sgd_step(theta, grad, lr)
+    # model: output term and reconstructions, back-propagated into the encoders
+    for i in range(A):
+        delta[i] = 0.0
+    if C > 0:
+        joint_proba(mu, n, theta, off, sizes, hcum, C, P)
+        discriminative_delta(mu, n, P, T, wrow, theta, mirror, off, sizes, hcum, C, kind, mask,
+                             delta, grad)
+    reconstruction_delta(mu, X, wrow, theta, mirror, off, sizes, hcum, kind, dec_kind, mse, mask,
+                         xhat[:0], grad, delta)
+    encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
+    if upper_lr != lr:
+        scale_upper_layers(grad, off, sizes, C, upper_lr / lr)
+    sgd_step(theta, grad, lr)
 
 
 @njit(cache=True)

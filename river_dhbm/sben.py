@@ -61,7 +61,6 @@ def _sben_blocks(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_
     L = bsizes.shape[0]
     M = part_y.shape[1]
     empty = np.empty(0)
-    no_codes = np.empty(0, np.int64)  # one step per block, no prediction wanted
     below = X
     pos = 0
     for b in range(L):
@@ -80,7 +79,7 @@ def _sben_blocks(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_
                      mf_steps, lr, alpha, beta, 2.0, disc_weight, hard, mask,
                      (pv, ph, part_y[b], pm, nh, nv),
                      (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
-                      mirror[boff[b] : boff[b + 1]]), mo, (step, 1, no_codes))
+                      mirror[boff[b] : boff[b + 1]]), mo, step)
         if b < L - 1:
             out = reps[pos : pos + n * H]
             forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind,
@@ -250,6 +249,8 @@ class SBEN(DHBM):
         self.steps, self.init = 1, "glorot"
 
     _SCRATCH = DHBM._SCRATCH + ("_pred_Pb",)
+    #: The DHBM's paper settings but for the two the blocks fix (one step, Glorot's weights).
+    _PAPER_SETTINGS = {k: v for k, v in DHBM._PAPER_SETTINGS.items() if k not in ("steps", "init")}
 
     # ------------------------------------------------------------------ state
 

@@ -133,10 +133,12 @@ def proxy_confidence(model) -> float:
     return float(model.confidence)
 
 
-def learning_batch(model, X: np.ndarray, y: np.ndarray, P=None, proxy_labels: bool = True):
+def learning_batch(model, X: np.ndarray, y: np.ndarray, P=None, proxy_labels: bool = True,
+                   rounds: int = 1):
     """The rows one update of `model` learns from: the mini-batch `(X, y)`, its confident
     unlabeled rows labeled (`proxy_labels`; `P` is the batch's prediction, computed if None)
-    and `model.replay` rows of the label memory. Stores the batch's true labels in the memory
+    and `rounds` times `model.replay` rows of the label memory (one draw per step of an
+    update that takes several). Stores the batch's true labels in the memory
     afterwards. Returns fresh arrays (the buffer stays as it was)."""
     n, d = X.shape
     codes = y.copy()
@@ -144,7 +146,7 @@ def learning_batch(model, X: np.ndarray, y: np.ndarray, P=None, proxy_labels: bo
         confidence = proxy_confidence(model)
         if confidence <= 1.0 and (codes < 0).any():
             confident_labels(codes, model._proba(X) if P is None else P, n, confidence)
-    R = model.replay
+    R = model.replay * rounds
     if R == 0:
         return X, codes
     memory = memory_of(model, d)

@@ -145,7 +145,7 @@ def test_update_matches_reference(case, C, adam, mirror):
     no_proxy = args[:3] + (2.0,) + args[3:]  # confidence above 1: no proxy labels
     DK.dhbm_update(X, y, got[0], grad, off, sizes, hcum, C, kind, estimator, mf_steps, *no_proxy,
                    got[1], got[2], got[3], part_mask, noise_h, noise_v, *work,
-                   got[4] if adam else np.zeros(0), 3)
+                   got[4] if adam else np.zeros(0), 3, 1, len(X), np.zeros(0, np.int64))
     assert not np.array_equal(got[0], theta)
     for a, b in zip(got, expected):
         if b is not None:
@@ -283,3 +283,49 @@ def test_encoder_backward_uses_the_chosen_columns(mirror):
 
     idx = _ranges(off, sizes, (K.COL_W, K.COL_B), C)
     np.testing.assert_allclose(grad[idx], _numeric_grad(loss, theta, idx), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("proxy", [False, True])
+def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy):
+    """`steps=3` over `[batch | rows of step 0 | of step 1 | of step 2]` is three one-step
+    calls, step `s` on the batch and its own rows, Adam counting `(step - 1) * 3 + s + 1`; the
+    proxy labels of the first step stay for the others; `first_pred` is the prediction before
+    the first step."""
+    rng, sizes, off, hcum, theta, _ = _setup(sizes=(5, 4, 3), C=3, n=4, seed=5)
+    n, R, steps, C, A = 4, 2, 3, 3, int(hcum[-1])
+    X = rng.random((n + steps * R, 5))
+    y = np.array([0, -1, 2, -1, 1, 0, 2, 2, 0, 1])
+    moments = rng.random(2 * theta.size) * 1e-3
+    confidence = 0.34 if proxy else 2.0  # low enough for some proxy labels
+
+    def work(rows):
+        w = [np.zeros(rows * A) for _ in range(4)] + [np.zeros(rows * int(sizes.max()))]
+        w += [np.zeros((rows, 5))] + [np.zeros((rows, C)) for _ in range(3)]
+        return w + [np.zeros(rows), np.zeros(rows), np.zeros(0)]
+
+    def call(X, y, th, mo, step, steps, first_pred):
+        e = np.zeros(0)
+        DK.dhbm_update(X, y, th, np.zeros_like(th), off, sizes, hcum, C, K.SIGMOID, DK.MF, 0,
+                       0.01, 1.0, 0.3, confidence, 1.0, False, e, np.zeros((0, 5)), e,
+                       np.zeros((0, C)), e, e, e, *work(n + R), mo, step, steps, n, first_pred)
+
+    got_theta, got_moments, got_y = theta.copy(), moments.copy(), y.copy()
+    first_pred = np.full(n, -1, dtype=np.int64)
+    call(X, got_y, got_theta, got_moments, 2, steps, first_pred)
+
+    th, mo, codes = theta.copy(), moments.copy(), y.copy()
+    P = ref.proba(X[:n], th, sizes, C, off, K.SIGMOID, 1.0, 0)
+    for s in range(steps):
+        rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
+        ys = codes[rows].copy()
+        DK.dhbm_update(X[rows], ys, th, np.zeros_like(th), off, sizes, hcum, C, K.SIGMOID, DK.MF,
+                       0, 0.01, 1.0, 0.3, confidence if s == 0 else 2.0, 1.0, False, np.zeros(0),
+                       np.zeros((0, 5)), np.zeros(0), np.zeros((0, C)), np.zeros(0), np.zeros(0),
+                       np.zeros(0), *work(n + R), mo, 3 + s + 1, 1, n + R,
+                       np.zeros(0, np.int64))
+        codes[:n] = ys[:n]
+    np.testing.assert_allclose(got_theta, th, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got_moments, mo, rtol=1e-12, atol=1e-16)
+    np.testing.assert_array_equal(got_y[:n], codes[:n])
+    assert (got_y[:n] != y[:n]).any() == proxy
+    np.testing.assert_array_equal(first_pred, P.argmax(axis=1))

@@ -104,7 +104,7 @@ def _kernel_step(net, X, y, kind, loss, mf_steps, lr, alpha, beta, disc, hard, m
     theta = net.theta.copy() if theta is None else theta
     upper_lr = lr if upper_lr is None else upper_lr
     dec = kernels.SIGMOID if loss == "ce" else KINDS[kind]
-    dhda_kernels.dhda_update(
+    dhda_kernels.dhda_step(
         X, y, theta, np.zeros_like(theta), net.off, net.sizes, net.hcum, net.C,
         KINDS[kind], dec, loss == "mse", mf_steps, lr, upper_lr, alpha, beta, disc, hard,
         m_flat, k_flat,
@@ -291,7 +291,7 @@ def test_learns_on_a_short_stream(stream, bound):
 
 
 def test_recognition_network_starts_as_a_copy_of_the_model():
-    model = DHDA(hidden_sizes=(6, 5), seed=0)
+    model = DHDA(hidden_sizes=(6, 5), init="glorot", seed=0)
     model.learn_one({i: 0.0 for i in range(4)})
     for l in range(2):
         W = kernels.matrix(model._theta, model._off, model._sizes, l, kernels.COL_W)
@@ -309,7 +309,7 @@ def test_slow_upper_layers_scale_the_step_of_the_layers_above_the_first():
     X, _ = _batch(10, 5, 3, 0, seed=21)
     y = (np.arange(10) % 3).astype(float)  # every class in the first batch
     labeled = (np.arange(10) < 5) | (np.arange(10) % 2 == 0)
-    m = DHDA(hidden_sizes=(4, 3, 3), batch_size=5, seed=0)
+    m = DHDA(hidden_sizes=(4, 3, 3), batch_size=5, steps=1, seed=0)
     m.learn_arrays(X[:5], y[:5], labeled[:5])
     slow, plain = copy.deepcopy(m), copy.deepcopy(m)
     plain.slow_upper_layers = False
@@ -334,3 +334,28 @@ def test_slow_upper_layers_scale_the_step_of_the_layers_above_the_first():
                 kernels.matrix(small._theta, small._off, small._sizes, l, col),
                 factor * kernels.matrix(glorot._theta, glorot._off, glorot._sizes, l, col),
                 rtol=1e-15)
+
+
+def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
+    """`dhda_update` with `steps=3` over `[batch | rows of step 0 | of step 1 | of step 2]` is
+    three `dhda_step` calls, step `s` on the batch and its own replayed rows, with the same
+    dropout and corruption masks."""
+    rng = np.random.default_rng(3)
+    sizes = np.array([5, 4, 3], dtype=np.int64)
+    C, n, R, steps = 3, 4, 2, 3
+    off, hcum = kernels.param_layout(sizes, C), kernels.hidden_offsets(sizes)
+    theta = rng.normal(0, 0.5, off[-1, 2])
+    X, y = _batch(n + steps * R, 5, C, 7, seed=4)
+    A = int(hcum[-1])
+    mask = (rng.random((n + steps * R) * A) >= 0.3).astype(float)
+    kappa = (rng.random((n + steps * R) * (5 + A)) >= 0.2).astype(float)
+    args = (off, sizes, hcum, C, kernels.SIGMOID, kernels.SIGMOID, False, 1, 0.05, 0.05, 1.0,
+            0.4, 1.0, False, mask, kappa)
+    got = theta.copy()
+    dhda_kernels.dhda_update(X, y.copy(), got, np.zeros_like(got), *args, steps, n)
+    expected = theta.copy()
+    for s in range(steps):
+        rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
+        dhda_kernels.dhda_step(X[rows], y[rows].copy(), expected, np.zeros_like(expected), *args)
+    assert not np.allclose(got, theta)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)

@@ -7,7 +7,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("river_dhbm", "streams", "evaluation")
-MAX_LINES = 420  # "about 400"
+MAX_LINES = 500  # "about 500" (issue 29 replaces the cap by a reason at the top)
 #: Over the limit for now (none: keep it that way).
 TOO_LONG_FOR_NOW: set = set()
 

@@ -143,7 +143,7 @@ def test_dhbm_kernel_proxy_labels_are_labeled_rows():
             batch, y_codes.copy(), m._theta, m._grad, m._off, m._sizes, m._hcum, 3, m._kind,
             m._estimator, 0, 0.003, 1.0, 0.1, confidence, 1.0, False, m._empty, m._part_x,
             m._part_h, m._part_y, m._empty, m._empty, m._empty, *m._work_arrays(),
-            m._moments, m.n_updates + 1,
+            m._moments, m.n_updates + 1, 1, len(batch), np.zeros(0, np.int64),
         )
         return m._theta
 
@@ -185,7 +185,8 @@ def test_dhbm_adam_step_is_divided_by_the_depth(hidden_sizes):
     """Deep stacks take Adam steps of `learning_rate / depth`: the model's update equals the
     kernel's at that step (SGD, the paper's optimiser, keeps its step)."""
     X, y, labeled = _stream(40, ratio=1.0)
-    model = DHBM(hidden_sizes=hidden_sizes, learning_rate=0.02, replay=0, batch_size=20, seed=1)
+    model = DHBM(hidden_sizes=hidden_sizes, learning_rate=0.02, replay=0, steps=1, batch_size=20,
+                 seed=1)
     model.learn_arrays(X[:20], y[:20])
     before = copy.deepcopy(model)
     model.learn_arrays(X[20:], y[20:])
@@ -195,7 +196,7 @@ def test_dhbm_adam_step_is_divided_by_the_depth(hidden_sizes):
         X[20:], codes, m._theta, m._grad, m._off, m._sizes, m._hcum, 3, m._kind,
         m._estimator, 0, 0.02 / len(hidden_sizes), 1.0, 0.1, 2.0, 1.0, False, m._empty,
         m._part_x, m._part_h, m._part_y, m._empty, m._empty, m._empty, *m._work_arrays(),
-        m._moments, 2,
+        m._moments, 2, 1, len(X) - 20, np.zeros(0, np.int64),
     )
     np.testing.assert_array_equal(model._theta, m._theta)
     assert DHBM(hidden_sizes=hidden_sizes, optimizer="sgd", learning_rate=0.02)._step_size() == 0.02
