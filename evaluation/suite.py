@@ -109,8 +109,9 @@ def _river_dataset(path: str, seed: int, instances: int):
         cls = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError):
         raise ValueError(f"River has no dataset {path!r}") from None
-    dataset = cls(seed=seed) if "seed" in inspect.signature(cls).parameters else cls()
-    return itertools.islice(dataset, instances)
+    params = inspect.signature(cls).parameters
+    seeds = {name: seed for name in ("seed", "seed_model", "seed_sample") if name in params}
+    return itertools.islice(cls(**seeds), instances)
 
 
 def _shuffled(X, y, seed, instances):

@@ -281,7 +281,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         gibbs_sweeps: int = 1,
         particle_dropout: bool = True,
         mf_steps: int = 0,
-        learning_rate: float = 0.01,
+        learning_rate: float = 0.003,
         alpha: float = 1.0,
         beta: float = 0.1,
         beta_schedule: tuple | None = None,

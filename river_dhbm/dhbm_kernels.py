@@ -16,10 +16,12 @@ from river_dhbm.dhbm_phases import (
     sap_sweep,
 )
 from river_dhbm.gradients import (
+    adam_direction,
     discriminative_delta,
     kl_delta,
     label_targets,
     net_backward,
+    sgd_step,
     subset_weights,
 )
 from river_dhbm.kernels import (
@@ -288,27 +290,10 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
 
 @njit(**_JIT)
 def adam_step(theta, grad, moments, lr, step):
-    """Adam (Kingma & Ba, 2015; beta1 0.9, beta2 0.999, eps 1e-8) on the flat buffer, then
-    zero `grad`. `moments [2 * size]`: first moments, then second moments."""
-    size = theta.shape[0]
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    # (m / c1) / (sqrt(v / c2) + eps) == m * (sqrt(c2) / c1) / (sqrt(v) + eps * sqrt(c2)):
-    # one division per weight (Kingma & Ba's "more efficient" order)
-    root_c2 = np.sqrt(1.0 - b2**step)
-    step_size = lr * root_c2 / (1.0 - b1**step)
-    eps_hat = eps * root_c2
-    for i in range(size):
-        g = grad[i]
-        m = b1 * moments[i] + (1.0 - b1) * g
-        v = b2 * moments[size + i] + (1.0 - b2) * g * g
-        # moments of weights that stop receiving gradient decay geometrically; flush them
-        # before they turn subnormal (subnormal arithmetic is ~100x slower)
-        m = m if abs(m) > 1e-150 else 0.0
-        v = v if v > 1e-300 else 0.0
-        moments[i] = m
-        moments[size + i] = v
-        theta[i] -= step_size * m / (np.sqrt(v) + eps_hat)
-        grad[i] = 0.0
+    """Adam (Kingma & Ba, 2015; `gradients.adam_direction`) on the flat buffer: `theta -= lr *
+    direction`, then zero `grad`. `moments [2 * size]`: first moments, then second moments."""
+    adam_direction(grad, moments, step)
+    sgd_step(theta, grad, lr)
 
 
 @njit(**_JIT)

@@ -80,10 +80,7 @@ class DHBMState:
         C = len(self._classes)
         dtype = self._theta.dtype
         self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
-        if self._moments.size:  # first and second moments, regrown together
-            halves = self._moments.reshape(2, -1)
-            self._moments = kernels.regrow_classes(halves, self._sizes, C - 1, C).ravel()
-            self._moments = self._moments.astype(dtype, copy=False)
+        self._moments = kernels.regrow_moments(self._moments, self._sizes, C - 1, C)
         self._off = kernels.param_layout(self._sizes, C)
         self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1), dtype)])
         self._alloc_work()

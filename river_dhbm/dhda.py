@@ -80,6 +80,9 @@ class DHDA(HybridClassifier):
     slow_upper_layers
         Whether the layers above the first start small (`UPPER_INIT` of Glorot's weights) and
         take `UPPER_STEP` of the step (see the Notes); off under `paper()`.
+    optimizer
+        `"adam"` (Kingma & Ba, 2015) or `"sgd"` (the paper's plain gradient steps); with
+        `slow_upper_layers` the layers above the first take `UPPER_STEP` of either step.
     init
         Initial weights of the first layer: `"centred"` (Glorot's uniform bound times
         `INIT_SCALE`, each unit's bias putting its hyperplane through a random point of the
@@ -224,6 +227,7 @@ class DHDA(HybridClassifier):
         "activation": "sigmoid",
         "steps": 1,
         "init": "glorot",
+        "optimizer": "sgd",
         "replay": 0,
         "confidence": None,
         "slow_upper_layers": False,
@@ -255,6 +259,7 @@ class DHDA(HybridClassifier):
         activation: str = "sigmoid",
         learn_unlabeled: bool = True,
         slow_upper_layers: bool = True,
+        optimizer: str = "adam",
         init: str = "centred",
         steps: int = 8,
         replay: int = 20,
@@ -279,6 +284,7 @@ class DHDA(HybridClassifier):
         self.activation = activation
         self.learn_unlabeled = learn_unlabeled
         self.slow_upper_layers = slow_upper_layers
+        self.optimizer = optimizer
         self.init = init
         self.steps = steps
         self.replay = replay
@@ -296,6 +302,7 @@ class DHDA(HybridClassifier):
         _check_int("mf_steps", self.mf_steps, 1)
         _check_int("steps", self.steps, 1)
         _check_choice("init", self.init, kernels.INITS)
+        _check_choice("optimizer", self.optimizer, ("adam", "sgd"))
         _check_positive("learning_rate", self.learning_rate)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
@@ -339,6 +346,7 @@ class DHDA(HybridClassifier):
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0, self.dtype)
+        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0, self.dtype)
 
     def _add_class(self) -> None:
         C = len(self._classes)
@@ -346,6 +354,7 @@ class DHDA(HybridClassifier):
         self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
         self._off = kernels.param_layout(self._sizes, C)
         self._grad = np.zeros_like(self._theta)
+        self._moments = kernels.regrow_moments(self._moments, self._sizes, C - 1, C)
 
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
         n_batch = len(X)
@@ -370,7 +379,7 @@ class DHDA(HybridClassifier):
             float(self.learning_rate), self._upper_lr(), float(self.alpha),
             beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
             float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
-            self.steps, n_batch,
+            self._moments, self.n_updates + 1, self.steps, n_batch,
         )
 
     def _upper_lr(self) -> float:

@@ -16,6 +16,7 @@ from numba import njit
 
 from river_dhbm.blas import gemm
 from river_dhbm.gradients import (
+    adam_direction,
     discriminative_delta,
     kl_delta,
     label_targets,
@@ -183,10 +184,13 @@ def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, gra
 
 @njit(cache=True)
 def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
-                lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, steps, n_batch):
+                lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments, step, steps,
+                n_batch):
     """`steps` learning steps of the DHDA (`dhda_step`), in place: `X [n_batch + steps * R,
     D]` holds the mini-batch, then `R` replayed rows for each step; step `s` learns the
-    mini-batch with its own `R` rows (as `dhbm_kernels.dhbm_update`), with the same masks."""
+    mini-batch with its own `R` rows (as `dhbm_kernels.dhbm_update`), with the same masks.
+    With `moments` (Adam's, `[2 * theta.size]`; empty: plain gradient steps) step `s` of update
+    `step` is Adam's step number `(step - 1) * steps + s + 1`."""
     D = X.shape[1]
     n = n_batch
     R = (X.shape[0] - n) // steps
@@ -202,12 +206,13 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
             for c in range(D):
                 xs[n + k, c] = X[n + s * R + k, c]
         dhda_step(xs, ys, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
-                  lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa)
+                  lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments,
+                  (step - 1) * steps + s + 1)
 
 
 @njit(cache=True)
 def dhda_step(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
-              lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa):
+              lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments, step):
     """One learning step of the DHDA on a mixed mini-batch (paper Algorithms 1 and 3), in place.
 
     `X [n, D]`, `y [n]` int64 class indices (-1 unlabeled). Steps:
@@ -222,7 +227,8 @@ def dhda_step(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, ms
        dropout masks on the deltas;
     6. `theta -= lr * grad` (`grad` zeroed buffer of `theta`'s size, left zeroed), except
        the parameters of the layers above the first (`W^l, b^l, U^l, R^l, r^l`, `l >= 2`),
-       which step by `upper_lr`.
+       which step by `upper_lr`; with `moments` not empty, `grad` is first replaced by Adam's
+       direction (`gradients.adam_direction`, update number `step`).
     """
     n, D = X.shape
     L = sizes.shape[0] - 1
@@ -285,6 +291,8 @@ def dhda_step(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, ms
     reconstruction_delta(mu, X, wrow, theta, mirror, off, sizes, hcum, kind, dec_kind, mse, mask,
                          xhat[:0], grad, delta)
     encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad)
+    if moments.size > 0:
+        adam_direction(grad, moments, step)
     if upper_lr != lr:
         scale_upper_layers(grad, off, sizes, C, upper_lr / lr)
     sgd_step(theta, grad, lr)

@@ -134,6 +134,31 @@ def net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, wcol, bcol, do
 
 
 @njit(**_JIT)
+def adam_direction(grad, moments, step):
+    """Replace `grad` by Adam's step direction (Kingma & Ba, 2015; beta1 0.9, beta2 0.999, eps
+    1e-8), the bias-corrected `m / (sqrt(v) + eps)` of update number `step >= 1`, updating the
+    moments `moments [2 * size]` (first moments, then second) in place."""
+    size = grad.shape[0]
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    # (m / c1) / (sqrt(v / c2) + eps) == m * (sqrt(c2) / c1) / (sqrt(v) + eps * sqrt(c2)):
+    # one division per weight (Kingma & Ba's "more efficient" order)
+    root_c2 = np.sqrt(1.0 - b2**step)
+    scale = root_c2 / (1.0 - b1**step)
+    eps_hat = eps * root_c2
+    for i in range(size):
+        g = grad[i]
+        m = b1 * moments[i] + (1.0 - b1) * g
+        v = b2 * moments[size + i] + (1.0 - b2) * g * g
+        # moments of weights that stop receiving gradient decay geometrically; flush them
+        # before they turn subnormal (subnormal arithmetic is ~100x slower)
+        m = m if abs(m) > 1e-150 else 0.0
+        v = v if v > 1e-300 else 0.0
+        moments[i] = m
+        moments[size + i] = v
+        grad[i] = scale * m / (np.sqrt(v) + eps_hat)
+
+
+@njit(**_JIT)
 def sgd_step(theta, grad, lr):
     """`theta -= lr * grad`, then zero `grad`."""
     for i in range(theta.shape[0]):

@@ -126,6 +126,15 @@ def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0, first_scale: 
                 theta[off[l, col] : off[l, col] + fan_out] = bias
 
 
+def regrow_moments(moments: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarray:
+    """Adam's `moments [2 * size]` (first, then second moments) regrown together as
+    `regrow_classes` regrows the parameters (the new class's moments 0); empty stays empty."""
+    if moments.size == 0:
+        return moments
+    halves = regrow_classes(moments.reshape(2, -1), sizes, n_old, n_new)
+    return halves.ravel().astype(moments.dtype, copy=False)
+
+
 def hidden_offsets(sizes) -> np.ndarray:
     """Cumulative hidden sizes `[L + 1]` int64: `(0, H_1, H_1 + H_2, ...)`."""
     return np.concatenate([[0], np.cumsum(np.asarray(sizes[1:], dtype=np.int64))]).astype(np.int64)

@@ -107,7 +107,7 @@ def _kernel_step(net, X, y, kind, loss, mf_steps, lr, alpha, beta, disc, hard, m
     dhda_kernels.dhda_step(
         X, y, theta, np.zeros_like(theta), net.off, net.sizes, net.hcum, net.C,
         KINDS[kind], dec, loss == "mse", mf_steps, lr, upper_lr, alpha, beta, disc, hard,
-        m_flat, k_flat,
+        m_flat, k_flat, np.zeros(0), 1,
     )
     return theta
 
@@ -203,7 +203,8 @@ def test_unlabeled_rows_learn_reconstructions_before_any_label():
 
 
 def test_beta_zero_ignores_unlabeled_rows():
-    model = DHDA(hidden_sizes=(4,), beta=0.0, replay=0, batch_size=5, seed=0)
+    # plain steps: an Adam step moves by its momentum even when the gradient is 0
+    model = DHDA(hidden_sizes=(4,), beta=0.0, replay=0, optimizer="sgd", batch_size=5, seed=0)
     X, y = _batch(10, 3, 2, 10, seed=13)
     model.learn_arrays(X[:5], y[:5])
     before = model._theta.copy()
@@ -285,9 +286,12 @@ def test_long_run_stays_finite_with_paper_settings(hidden_sizes, activation, los
 def test_learns_on_a_short_stream(stream, bound):
     """Chance is 0.90 (LED) and 0.67 (Waveform); measured 0.419 and 0.271 with this larger
     step (the default one favours longer streams)."""
-    from test_pseudo_label import faded_tail
+    from test_pseudo_label import CHANCE, faded_tail
 
     assert faded_tail(DHDA(learning_rate=0.1, seed=1), stream) <= bound
+    # the negative control: labels that carry nothing about the rows leave it at chance
+    control = faded_tail(DHDA(learning_rate=0.1, seed=1), stream, shuffled_labels=True)
+    assert control >= CHANCE[stream] - 0.05
 
 
 def test_recognition_network_starts_as_a_copy_of_the_model():
@@ -339,7 +343,7 @@ def test_slow_upper_layers_scale_the_step_of_the_layers_above_the_first():
 def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
     """`dhda_update` with `steps=3` over `[batch | rows of step 0 | of step 1 | of step 2]` is
     three `dhda_step` calls, step `s` on the batch and its own replayed rows, with the same
-    dropout and corruption masks."""
+    dropout and corruption masks, Adam counting `(step - 1) * 3 + s + 1`."""
     rng = np.random.default_rng(3)
     sizes = np.array([5, 4, 3], dtype=np.int64)
     C, n, R, steps = 3, 4, 2, 3
@@ -351,11 +355,15 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
     kappa = (rng.random((n + steps * R) * (5 + A)) >= 0.2).astype(float)
     args = (off, sizes, hcum, C, kernels.SIGMOID, kernels.SIGMOID, False, 1, 0.05, 0.05, 1.0,
             0.4, 1.0, False, mask, kappa)
-    got = theta.copy()
-    dhda_kernels.dhda_update(X, y.copy(), got, np.zeros_like(got), *args, steps, n)
-    expected = theta.copy()
+    moments = rng.random(2 * theta.size) * 1e-3
+    got, got_moments = theta.copy(), moments.copy()
+    dhda_kernels.dhda_update(X, y.copy(), got, np.zeros_like(got), *args, got_moments, 2, steps,
+                             n)
+    expected, expected_moments = theta.copy(), moments.copy()
     for s in range(steps):
         rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
-        dhda_kernels.dhda_step(X[rows], y[rows].copy(), expected, np.zeros_like(expected), *args)
+        dhda_kernels.dhda_step(X[rows], y[rows].copy(), expected, np.zeros_like(expected), *args,
+                               expected_moments, 3 + s + 1)
     assert not np.allclose(got, theta)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got_moments, expected_moments, rtol=1e-12, atol=1e-16)

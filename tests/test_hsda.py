@@ -272,9 +272,12 @@ def test_paper_settings_stay_finite():
 def test_learns_on_a_short_stream(stream, bound):
     """Chance is 0.90 (LED) and 0.67 (Waveform); measured 0.380 and 0.257 with this larger
     step (the default one favours longer streams)."""
-    from test_pseudo_label import faded_tail
+    from test_pseudo_label import CHANCE, faded_tail
 
     assert faded_tail(HSDA(learning_rate=0.1, seed=1), stream) <= bound
+    # the negative control: labels that carry nothing about the rows leave it at chance
+    control = faded_tail(HSDA(learning_rate=0.1, seed=1), stream, shuffled_labels=True)
+    assert control >= CHANCE[stream] - 0.05
 
 
 def test_initial_weights():
