@@ -35,6 +35,6 @@ def test_readme_keeps_the_two_set_up_commands_first():
     # the README's first two code blocks are the main job and the tests, in that order
     text = (ROOT / "README.md").read_text()
     blocks = [b.split("\n", 1)[1] for b in text.split("```")[1::2]]
-    assert blocks[0].strip() == "pip install -e . && python -m evaluation scarcity --quick --jobs 2"
+    assert blocks[0].strip() == "pip install -e . && python -m evaluation suite --quick --jobs 2"
     assert blocks[1].strip() == 'pip install -e ".[test]" && pytest'
     assert len(text.splitlines()) <= 150
