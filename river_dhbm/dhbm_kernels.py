@@ -81,8 +81,7 @@ def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
        `noise_h` holds draws for, the statistics from the last);
     7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
        or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
-       `step >= 1`, see `adam_step`; step `s` of update `step` counts `(step - 1) * steps +
-       s + 1`).
+       `step >= 1` for the first step, `step + s` for step `s`; see `adam_step`).
     Proxy labels come from the first step only, and stay for the others. The SAP sweeps split
     `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
     [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]` (their first `n` rows are used); `theta_t` of `theta`'s length for the
@@ -144,7 +143,7 @@ def _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimato
                      alpha, beta, confidence if s == 0 else 2.0, disc_weight, hard, mask,
                      (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
                       noise_v[s * vs : (s + 1) * vs]),
-                     work, moments, (step - 1) * steps + s + 1)
+                     work, moments, step + s)
         if s == 0:
             _first_predictions(P, C, n, first_pred)
             for r in range(n):
@@ -256,34 +255,40 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                          wdisc, theta_t, moments, mem_X, mem_y, mem_state, uniforms, replay,
                          confidence, labeled_seen, warm_up, steps, first_pred):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
-    dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0]` rows of `X`
-    in turn, with `codes` as its `y`, `betas[b]` as the `beta` of block `b` and update number
-    `first_step + b`. `predicted [len(X)]` receives each row's most probable class BEFORE its
-    update: the argmax of the update's own `P`, which is the prediction (`dhbm_proba` with
-    scale 1 and no refinement). Each update also learns `replay` rows of the label memory
-    `(mem_X, mem_y, mem_state)` drawn by `uniforms[b * replay:]`, then stores the block's
-    labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows have
-    been seen (`labeled_seen` before this run), as `scarce_labels.learning_batch` does; each
-    update takes `steps` steps with `replay` memory rows each (see `dhbm_update`), drawn by
-    `uniforms[b * steps * replay:]`. `first_pred [>= n]` int64 is work space."""
+    dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0] - replay` rows
+    of `X` in turn, with `codes` as its `y`, `betas[b]` as the `beta` and `steps[b]` (int64)
+    as the step count of block `b`, Adam's step numbers running on from `first_step`.
+    `predicted [len(X)]` receives each row's most probable class BEFORE its update: the
+    argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1 and
+    no refinement). Each update also learns `replay` rows of the label memory `(mem_X,
+    mem_y, mem_state)` per step, drawn by the next `steps[b] * replay` of `uniforms`, then
+    stores the block's labels there, and makes proxy labels at `confidence` once `warm_up`
+    labeled rows have been seen (`labeled_seen` before this run), as
+    `scarce_labels.learning_batch` does. `first_pred [>= n]` int64 is work space."""
     n = P.shape[0] - replay
     D = X.shape[1]
-    drawn = steps * replay  # memory rows per update
-    Xa = np.empty((n + drawn, D), X.dtype)
-    ya = np.empty(n + drawn, dtype=np.int64)
+    most = replay * steps.max() if steps.shape[0] else 0  # memory rows of the longest update
+    Xa = np.empty((n + most, D), X.dtype)
+    ya = np.empty(n + most, dtype=np.int64)
+    used = 0  # uniforms drawn so far
+    adam = first_step
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
         for r in range(b * n, (b + 1) * n):
             if codes[r] >= 0:
                 labeled_seen += 1
+        drawn = steps[b] * replay
         m = memory_replay(mem_X, mem_y, mem_state, X[rows], codes[rows], n,
-                          uniforms[b * drawn : (b + 1) * drawn], Xa, ya)
+                          uniforms[used : used + drawn], Xa, ya)
+        used += drawn
         memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
         gate = confidence if labeled_seen >= warm_up else 2.0
-        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes, hcum, n_classes, kind, MF,
-                    mf_steps, lr, alpha, betas[b], gate, disc_weight, hard, empty, part_x,
-                    part_h, part_y, empty, empty, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y,
-                    wrow, wdisc, theta_t, moments, first_step + b, steps, n, first_pred)
+        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes,
+                       hcum, n_classes, kind, MF, mf_steps, lr, alpha, betas[b], gate,
+                       disc_weight, hard, empty, part_x, part_h, part_y, empty, empty, empty,
+                       act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t, moments,
+                       adam, steps[b], n, first_pred)
+        adam += steps[b]
         for r in range(n):
             predicted[b * n + r] = first_pred[r]
 

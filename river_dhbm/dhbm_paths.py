@@ -17,7 +17,8 @@ class DHBMPaths:
     def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         # Without dropout the update's first step, the recognition pass and `p(y | v)` into the
         # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
-        if self.dropout > 0 or not self._classes or self.steps > 1:
+        if (self.dropout > 0 or not self._classes
+                or scarce_labels.steps_at(self, self.n_labeled_seen) > 1):
             return super()._predict_update(X, y)
         self._update(X, y)
         return self._work["P"][: len(X)].astype(np.float64)
@@ -38,19 +39,23 @@ class DHBMPaths:
             betas[:] = 0.0
         predicted = np.empty(len(X), dtype=np.int64)
         memory = scarce_labels.memory_of(self, X.shape[1])
+        # each update's steps (the labeled rows seen count its own batch, as `_flush` does), and
         # the per-batch path's draws, in its order: `replay` uniforms per step of an update
-        uniforms = self._rng.random(n_batches * self.replay * self.steps)
+        labeled = (codes >= 0).reshape(n_batches, -1).sum(axis=1)
+        steps = scarce_labels.steps_at(self, self.n_labeled_seen + np.cumsum(labeled))
+        uniforms = self._rng.random(int(steps.sum()) * self.replay)
         confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
             self.confidence)
         dhbm_kernels.dhbm_test_then_train(
-            X, codes, betas, self.n_updates + 1, predicted, self._theta, self._grad, self._off,
+            X, codes, betas, self._adam_steps + 1, predicted, self._theta, self._grad, self._off,
             self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
             self._step_size(), float(self.alpha), float(self.discriminative_weight),
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
             self.replay, confidence, self.n_labeled_seen, scarce_labels.PSEUDO_LABEL_WARM_UP,
-            self.steps, self._work["first_pred"],
+            steps, self._work["first_pred"],
         )
+        self._adam_steps += int(steps.sum())
         self.n_updates += n_batches
         self.n_labeled_seen += int((codes >= 0).sum())
         return predicted

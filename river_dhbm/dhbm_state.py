@@ -18,6 +18,7 @@ class DHBMState:
 
 
     _SCRATCH = ("_grad", "_work", "_pred_act")
+    _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -46,6 +47,7 @@ class DHBMState:
         self._part_h = (self._rng.random(M * A) < 0.5).astype(dtype)
         self._part_y = np.zeros((M, 0), dtype)
         self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0, dtype)
+        self._adam_steps = 0
         self._alloc_work()
 
     def _alloc_work(self) -> None:

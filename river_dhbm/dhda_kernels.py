@@ -189,8 +189,8 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     """`steps` learning steps of the DHDA (`dhda_step`), in place: `X [n_batch + steps * R,
     D]` holds the mini-batch, then `R` replayed rows for each step; step `s` learns the
     mini-batch with its own `R` rows (as `dhbm_kernels.dhbm_update`), with the same masks.
-    With `moments` (Adam's, `[2 * theta.size]`; empty: plain gradient steps) step `s` of update
-    `step` is Adam's step number `(step - 1) * steps + s + 1`."""
+    With `moments` (Adam's, `[2 * theta.size]`; empty: plain gradient steps) step `s` is
+    Adam's step number `step + s`."""
     D = X.shape[1]
     n = n_batch
     R = (X.shape[0] - n) // steps
@@ -206,8 +206,7 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
             for c in range(D):
                 xs[n + k, c] = X[n + s * R + k, c]
         dhda_step(xs, ys, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
-                  lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments,
-                  (step - 1) * steps + s + 1)
+                  lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments, step + s)
 
 
 @njit(cache=True)

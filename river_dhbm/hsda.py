@@ -104,7 +104,7 @@ class HSDA(HybridClassifier):
 
     >>> model = HSDA(learning_rate=0.1, seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 60.55%
+    Accuracy: 26.66%
 
     Notes
     -----

@@ -181,7 +181,7 @@ class SBEN(DHBM):
     ...     label_ratio=0.1, batch_size=20, seed=1,
     ... )
     >>> evaluate.progressive_val_score(dataset.take(2000), SBEN(seed=1), PrequentialError())
-    PrequentialError: 42.59%
+    PrequentialError: 80.91%
 
     >>> result = prequential(dataset, SBEN(seed=1), 30_000, step=10_000)
     >>> result.faded_error.round(3)

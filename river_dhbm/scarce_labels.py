@@ -113,6 +113,20 @@ def check_params(model, confidence: bool = True) -> None:
         _check_range("confidence", model.confidence, 0.0, 1.0, low_open=True)
 
 
+def steps_at(model, n_labeled) -> np.ndarray | int:
+    """Gradient steps of an update once `n_labeled` labeled rows have been seen (an int or an
+    array of them): `model.steps` up to `model.warm_start` labeled rows, then
+    `steps * warm_start / n_labeled` rounded, never below 1; always `steps` when
+    `warm_start` is None. Many steps let a young network catch up with a linear model; once
+    its labels are many, they would replay each row of the label memory dozens of times and
+    fit its noise."""
+    steps, warm = model.steps, getattr(model, "warm_start", None)
+    if warm is None:
+        return steps if np.isscalar(n_labeled) else np.full(np.shape(n_labeled), steps)
+    k = np.clip(np.rint(steps * warm / np.maximum(n_labeled, 1)), 1, steps).astype(np.int64)
+    return int(k) if np.isscalar(n_labeled) else k
+
+
 def memory_of(model, n_features: int) -> LabelMemory:
     """`model`'s label memory, made on first use (empty when the model replays nothing)."""
     if model._memory is None:

@@ -288,7 +288,7 @@ def test_encoder_backward_uses_the_chosen_columns(mirror):
 @pytest.mark.parametrize("proxy", [False, True])
 def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy):
     """`steps=3` over `[batch | rows of step 0 | of step 1 | of step 2]` is three one-step
-    calls, step `s` on the batch and its own rows, Adam counting `(step - 1) * 3 + s + 1`; the
+    calls, step `s` on the batch and its own rows, Adam counting `step + s`; the
     proxy labels of the first step stay for the others; `first_pred` is the prediction before
     the first step."""
     rng, sizes, off, hcum, theta, _ = _setup(sizes=(5, 4, 3), C=3, n=4, seed=5)
@@ -311,7 +311,7 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy)
 
     got_theta, got_moments, got_y = theta.copy(), moments.copy(), y.copy()
     first_pred = np.full(n, -1, dtype=np.int64)
-    call(X, got_y, got_theta, got_moments, 2, steps, first_pred)
+    call(X, got_y, got_theta, got_moments, 4, steps, first_pred)
 
     th, mo, codes = theta.copy(), moments.copy(), y.copy()
     P = ref.proba(X[:n], th, sizes, C, off, K.SIGMOID, 1.0, 0)
@@ -321,7 +321,7 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy)
         DK.dhbm_update(X[rows], ys, th, np.zeros_like(th), off, sizes, hcum, C, K.SIGMOID, DK.MF,
                        0, 0.01, 1.0, 0.3, confidence if s == 0 else 2.0, 1.0, False, np.zeros(0),
                        np.zeros((0, 5)), np.zeros(0), np.zeros((0, C)), np.zeros(0), np.zeros(0),
-                       np.zeros(0), *work(n + R), mo, 3 + s + 1, 1, n + R,
+                       np.zeros(0), *work(n + R), mo, 4 + s, 1, n + R,
                        np.zeros(0, np.int64))
         codes[:n] = ys[:n]
     np.testing.assert_allclose(got_theta, th, rtol=1e-12, atol=1e-14)
