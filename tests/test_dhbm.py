@@ -301,3 +301,13 @@ def test_paper_settings_stay_finite_on_the_paper_streams(estimator, name):
     model.learn_arrays(X, y, labeled)
     assert np.isfinite(model._theta).all()
     assert np.isfinite(model.predict_proba_arrays(X[:100])).all()
+
+
+def test_paper_preset_is_the_complete_architecture_given_the_input_width():
+    """`paper(n_features)`: four hidden layers as wide as the input (the paper's online
+    architecture); the paper's literal steps (one SGD step, no memory, Glorot's weights)."""
+    model = DHBM.paper(24)
+    assert model.hidden_sizes == (24,) * 4
+    assert (model.steps, model.replay, model.init, model.optimizer) == (1, 0, "glorot", "sgd")
+    assert DHBM.paper().hidden_sizes == DHBM().hidden_sizes
+    assert DHBM.paper(24, hidden_sizes=(5,)).hidden_sizes == (5,)

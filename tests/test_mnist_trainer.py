@@ -162,3 +162,14 @@ def test_the_dhbm_row_adds_the_discriminative_gradient_and_it_pays():
             for k in range(3)])
 
     assert error(1.0) < error(0.0) - 0.03  # measured: 0.238 against 0.303
+
+
+def test_the_dhbm_row_is_named_after_the_estimator_it_runs():
+    """The `dhbm` row runs mean-field CD (its config's `estimator`), and so does the registry
+    model it is built from (it once named `dhbm-sap`)."""
+    from evaluation import registry
+    from evaluation.mnist_trainer import MODELS
+
+    name = MODELS["dhbm"][0]
+    config = registry.load_config("mnist_dhbm")
+    assert registry.MODELS[name][1]["estimator"] == config["params"]["estimator"] == "mf"
