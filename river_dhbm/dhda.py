@@ -133,7 +133,7 @@ class DHDA(HybridClassifier):
 
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 57.17%
+    Accuracy: 57.27%
 
     Notes
     -----

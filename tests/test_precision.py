@@ -52,7 +52,10 @@ def test_single_precision_follows_double(model):
     assert single.n_updates == model.n_updates == 20
     P64, P32 = model.predict_proba_arrays(X), single.predict_proba_arrays(X)
     assert P32.dtype == np.float64
-    np.testing.assert_allclose(P32, P64, atol=2e-3)
+    # Adam (the defaults) scales every step to about its size, so where a gradient is only
+    # rounding noise the two precisions step apart; plain gradient steps follow closely
+    atol = 1e-2 if getattr(model, "optimizer", "sgd") == "adam" else 2e-3
+    np.testing.assert_allclose(P32, P64, atol=atol)
     assert single.predict_proba_one(dict(enumerate(X[0]))).keys() == {0, 1, 2}
 
 
@@ -65,7 +68,9 @@ def test_wide_networks_skip_the_mirror_with_the_same_result(monkeypatch):
     mirrored = DHBM.paper(hidden_sizes=(20, 20), seed=3)
     mirrored.learn_arrays(X, y, labeled)
     assert mirrored._work["mirror"].size == mirrored._theta.size
-    np.testing.assert_array_equal(wide._theta, mirrored._theta)
+    # the same products, through BLAS calls on a transposed view or on the mirror: OpenBLAS
+    # may block the two differently and round the last bit apart (5e-17 on some processors)
+    np.testing.assert_allclose(wide._theta, mirrored._theta, rtol=1e-12, atol=1e-15)
 
 
 def test_invalid_dtype_fails_in_init():

@@ -185,8 +185,8 @@ def test_dhbm_adam_step_is_divided_by_the_depth(hidden_sizes):
     """Deep stacks take Adam steps of `learning_rate / depth`: the model's update equals the
     kernel's at that step (SGD, the paper's optimiser, keeps its step)."""
     X, y, labeled = _stream(40, ratio=1.0)
-    model = DHBM(hidden_sizes=hidden_sizes, learning_rate=0.02, replay=0, steps=1, batch_size=20,
-                 seed=1)
+    model = DHBM(hidden_sizes=hidden_sizes, learning_rate=0.02, replay=0, steps=1, mf_steps=0,
+                 beta=0.1, discriminative_weight=1.0, batch_size=20, seed=1)
     model.learn_arrays(X[:20], y[:20])
     before = copy.deepcopy(model)
     model.learn_arrays(X[20:], y[20:])
