@@ -195,6 +195,9 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     - Depth: Adam's step is `learning_rate / len(hidden_sizes)`. Adam moves every weight by
       about its step whatever the gradient, so an L-layer stack's output moves about L
       times as far per update as one layer's. SGD (the paper's optimiser) keeps its step.
+      Deep stacks still learn more slowly than one layer from the same steps: at 10 % labels
+      four layers of 64 reach 0.584 on LED and 0.764 on Waveform against 0.657 and 0.822
+      (whole-stream accuracy; without the division by depth 0.594 and 0.783).
 
     The paper's literal settings (`DHBM.paper(n_features)`: 4 layers as wide as the input,
     SGD, one step, no label memory, no proxy labels, Glorot's weights) reproduce the
