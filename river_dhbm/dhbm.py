@@ -279,6 +279,9 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     #: third as far as the unit-variance inputs Glorot's bound is made for.
     INIT_SCALE = 3.0
 
+    # models pickled before these settings existed go on learning as they did
+    steps, warm_start, init = 1, None, "glorot"
+
     _PAPER_SETTINGS = {
         "estimator": "mf",
         "n_particles": 10,

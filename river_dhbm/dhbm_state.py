@@ -21,6 +21,8 @@ class DHBMState:
     _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
 
     def __setstate__(self, state):
+        # earlier versions took one Adam step per update, numbered by `n_updates`
+        state.setdefault("_adam_steps", state.get("n_updates", 0))
         self.__dict__.update(state)
         if self._theta is not None:
             self._alloc_work()

@@ -254,6 +254,10 @@ class DHDA(HybridClassifier):
     #: The first layer's initial weights, relative to Glorot's (as `DHBM.INIT_SCALE`).
     INIT_SCALE = 3.0
 
+    # models pickled before these settings existed go on learning as they did
+    steps, warm_start, init, optimizer = 1, None, "glorot", "sgd"
+    _moments = np.zeros(0)
+
     #: Step of the layers above the first, relative to `learning_rate`, when
     #: `slow_upper_layers` (the same for every depth) ...
     UPPER_STEP = 0.03
