@@ -153,6 +153,17 @@ def make_learner(name: str, seed: int):
     return preprocessing.MinMaxScaler() | model, True
 
 
+def model_names(text: str) -> list[str]:
+    """Comma-separated model names; commas inside brackets belong to a setting's list."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [name for name in out if name]
+
+
 def check_model_name(name: str) -> str:
     if name in PEERS:
         return name
@@ -267,7 +278,10 @@ def add_parser(sub) -> None:
                    help=f"comma-separated streams (default: {','.join(STREAMS)}, mnist only "
                    "with --mnist)")
     p.add_argument("--label-ratios", type=floats, default=[1.0, 0.1, 0.01])
-    p.add_argument("--models", type=names, default=DEFAULT_MODELS)
+    p.add_argument("--models", type=model_names, default=DEFAULT_MODELS,
+                   help="comma-separated: ours (registry names, `/labeled-only`, settings after "
+                   "a colon: `dhbm-mf:hidden_sizes=[64,64];steps=4`) and River's peers "
+                   f"({', '.join(PEERS)})")
     p.add_argument("--seeds", type=positive_int, default=5, help="seeds 1..N per cell")
     p.add_argument("--instances", type=positive_int, default=DEFAULT_INSTANCES)
     p.add_argument("--mnist", metavar="DIR", help="MNIST's IDX directory (adds the stream)")

@@ -47,6 +47,9 @@ def test_river_datasets_by_name_and_model_settings_after_a_colon():
     learner, unlabeled = suite.make_learner("dhbm-mf:steps=2;activation=sigmoid", seed=1)
     model = learner[-1]  # behind its MinMaxScaler
     assert unlabeled and (model.steps, model.activation, model.seed) == (2, "sigmoid", 1)
+    assert suite.model_names("dhbm-mf:hidden_sizes=[8,8];steps=2,KNN") == [
+        "dhbm-mf:hidden_sizes=[8,8];steps=2", "KNN"]
+    assert suite.make_learner("dhbm-mf:hidden_sizes=[8,8]", seed=1)[0][-1].hidden_sizes == (8, 8)
     learner, unlabeled = suite.make_learner("dhda/labeled-only", seed=1)
     assert learner[-1].learn_unlabeled is False
     assert suite.make_learner("GaussianNB", seed=1)[1] is False
