@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from .gradients import (
+    adam_direction,
     net_backward,
     sgd_step,
 )
@@ -26,7 +27,7 @@ from .kernels import (
     softmax_rows,
 )
 
-__all__ = ["mlp_proba", "mlp_update", "top_proba", "top_softmax_delta"]
+__all__ = ["mlp_proba", "mlp_step", "mlp_update", "top_proba", "top_softmax_delta"]
 
 
 @njit(cache=True)
@@ -100,8 +101,39 @@ def mlp_proba(X, theta, off, sizes, hcum, n_classes, kind, keep):
 
 @njit(cache=True)
 def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, upper_lr, beta,
-               grad):
-    """One SGD step on `CE(labeled) + beta * CE(pseudo-labeled)`, in place on `theta`.
+               grad, moments, step, steps, n_batch):
+    """`steps` learning steps (`mlp_step`), in place: `X [n_batch + steps * R, D]` holds the
+    mini-batch, then `R` replayed rows for each step; step `s` learns the mini-batch with its
+    own `R` rows, with the same dropout mask, Adam's step number `step + s` (`moments`
+    `[2 * theta.size]`, or empty for plain gradient steps). Returns the number of rows the
+    first step pseudo-labeled."""
+    D = X.shape[1]
+    n = n_batch
+    R = (X.shape[0] - n) // steps
+    xs = np.empty((n + R, D))
+    ys = np.empty(n + R, np.int64)
+    for r in range(n):
+        ys[r] = y[r]
+        for c in range(D):
+            xs[r, c] = X[r, c]
+    first = 0
+    for s in range(steps):
+        for k in range(R):
+            ys[n + k] = y[n + s * R + k]
+            for c in range(D):
+                xs[n + k, c] = X[n + s * R + k, c]
+        got = mlp_step(xs, ys, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr,
+                       upper_lr, beta, grad, moments, step + s)
+        if s == 0:
+            first = got
+    return first
+
+
+@njit(cache=True)
+def mlp_step(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, upper_lr, beta,
+             grad, moments, step):
+    """One gradient step on `CE(labeled) + beta * CE(pseudo-labeled)`, in place on `theta`
+    (Adam's, update number `step`, when `moments` is not empty; a plain one otherwise).
 
     The first hidden layer and the output layer take the step `lr`, the hidden layers above
     the first (their weights and biases) the step `upper_lr`.
@@ -144,6 +176,8 @@ def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, u
                       delta, grad)
     net_backward(X, act, delta, theta, np.empty(0), off, sizes, hcum, COL_W, COL_B, False, kind,
                  mask, grad)
+    if moments.size > 0:
+        adam_direction(grad, moments, step)
     if upper_lr != lr:
         ratio = upper_lr / lr
         L = sizes.shape[0] - 1

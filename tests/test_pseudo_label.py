@@ -51,9 +51,9 @@ class Net:
     def update(self, X, y, activation, mask, keep, lr, beta, theta=None, upper_lr=None):
         theta = self.theta.copy() if theta is None else theta
         upper_lr = lr if upper_lr is None else upper_lr
-        mlp_kernels.mlp_update(X, y, theta, self.off, self.sizes, self.hcum, self.C,
-                               ACT[activation], mask, keep, lr, upper_lr, beta,
-                               np.zeros_like(theta))
+        mlp_kernels.mlp_step(X, y, theta, self.off, self.sizes, self.hcum, self.C,
+                             ACT[activation], mask, keep, lr, upper_lr, beta,
+                             np.zeros_like(theta), np.zeros(0), 1)
         return theta
 
 
@@ -152,8 +152,9 @@ def test_pseudo_labels_are_the_prediction_mode_argmax():
     steps = []
     for labels in (np.full(10, -1, dtype=np.int64), predicted):
         theta = model._theta.copy()
-        mlp_kernels.mlp_update(Xb, labels, theta, model._off, model._sizes, model._hcum, 3,
-                               model._kind, mask, 0.5, 0.05, 0.05, 1.0, np.zeros_like(theta))
+        mlp_kernels.mlp_step(Xb, labels, theta, model._off, model._sizes, model._hcum, 3,
+                             model._kind, mask, 0.5, 0.05, 0.05, 1.0, np.zeros_like(theta),
+                             np.zeros(0), 1)
         steps.append(theta)
     assert not np.array_equal(steps[0], model._theta)
     np.testing.assert_array_equal(steps[0], steps[1])
@@ -277,13 +278,13 @@ def faded_tail(model, stream: str, n: int = 20_000, shuffled_labels: bool = Fals
 CHANCE = {"led": 0.9, "wave": 2 / 3}
 
 
-@pytest.mark.parametrize("stream, bound", [("led", 0.40), ("wave", 0.30)])
+@pytest.mark.parametrize("stream, bound", [("led", 0.37), ("wave", 0.20)])
 def test_learns_on_a_short_stream(stream, bound):
-    """Chance is 0.90 (LED) and 0.67 (Waveform); measured 0.317 and 0.223 (the full-length
-    figures are in the report/README)."""
-    assert faded_tail(PseudoLabelMLP(learning_rate=0.05, seed=1), stream) <= bound
+    """Chance is 0.90 (LED) and 0.67 (Waveform), Bayes 0.26 and 0.13; measured 0.313 and
+    0.150 with the defaults."""
+    assert faded_tail(PseudoLabelMLP(seed=1), stream) <= bound
     # the negative control: labels that carry nothing about the rows leave it at chance
-    control = faded_tail(PseudoLabelMLP(learning_rate=0.05, seed=1), stream, shuffled_labels=True)
+    control = faded_tail(PseudoLabelMLP(seed=1), stream, shuffled_labels=True)
     assert control >= CHANCE[stream] - 0.05
 
 
@@ -307,14 +308,24 @@ def test_bad_input_is_rejected_before_any_state_changes(name):
 
 
 def test_initial_weights():
-    """Glorot-uniform hidden weights, everything else (biases, output layer) 0."""
-    model = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, seed=0)
+    """`init="glorot"`: Glorot-uniform hidden weights, everything else (biases, output layer)
+    0. `init="centred"`: the first layer's bound times `INIT_SCALE`, and each first-layer
+    unit's hyperplane through a point of the input box (its pre-activation changes sign
+    inside [0, 1]^D)."""
+    model = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, init="glorot", seed=0)
     model.learn_one({i: 0.0 for i in range(10)})
     W0 = kernels.matrix(model._theta, model._off, model._sizes, 0, kernels.COL_W)
     W1 = kernels.matrix(model._theta, model._off, model._sizes, 1, kernels.COL_W)
     assert 0.8 * np.sqrt(6 / 40) < np.abs(W0).max() <= np.sqrt(6 / 40)
     assert 0.8 * np.sqrt(6 / 50) < np.abs(W1).max() <= np.sqrt(6 / 50)
     assert np.count_nonzero(model._theta) == W0.size + W1.size
+    centred = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, seed=0)
+    centred.learn_one({i: 0.0 for i in range(10)})
+    C0 = kernels.matrix(centred._theta, centred._off, centred._sizes, 0, kernels.COL_W)
+    np.testing.assert_allclose(C0, PseudoLabelMLP.INIT_SCALE * W0)
+    b = kernels.vector(centred._theta, centred._off, centred._sizes, 0, kernels.COL_B)
+    assert ((b + np.minimum(C0, 0).sum(axis=0)) <= 0).all()
+    assert ((b + np.maximum(C0, 0).sum(axis=0)) >= 0).all()
 
 
 def test_deep_identity_starts_upper_layers_at_the_identity():
@@ -338,3 +349,28 @@ def test_deep_identity_starts_upper_layers_at_the_identity():
     assert deep._upper_lr() == PseudoLabelMLP.UPPER_STEP * deep.learning_rate
     assert plain._upper_lr() == plain.learning_rate
     assert PseudoLabelMLP.paper(hidden_sizes=(24, 24)).deep_identity is False
+
+
+def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
+    """`mlp_update` with `steps=3` over `[batch | rows of step 0 | of step 1 | of step 2]` is
+    three `mlp_step` calls, step `s` on the batch and its own rows, Adam counting `step + s`."""
+    model = PseudoLabelMLP(hidden_sizes=(6,), seed=0)
+    X, y = _batch(10, 5, 3, 7, seed=8)
+    y[:3] = [0, 1, 2]
+    model.learn_arrays(X[:3], y[:3])  # the layout, with three classes
+    assert model.classes_ == [0, 1, 2]
+    n, R, steps = 4, 2, 3
+    rng = np.random.default_rng(1)
+    moments = rng.random(2 * model._theta.size) * 1e-3
+    args = (model._off, model._sizes, model._hcum, 3, model._kind, np.zeros(0), 1.0, 0.01,
+            0.01, 0.5)
+    got, got_m = model._theta.copy(), moments.copy()
+    mlp_kernels.mlp_update(X, y, got, *args, np.zeros_like(got), got_m, 4, steps, n)
+    expected, expected_m = model._theta.copy(), moments.copy()
+    for s in range(steps):
+        rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
+        mlp_kernels.mlp_step(X[rows], y[rows], expected, *args, np.zeros_like(expected),
+                             expected_m, 4 + s)
+    assert not np.allclose(got, model._theta)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got_m, expected_m, rtol=1e-12, atol=1e-16)
