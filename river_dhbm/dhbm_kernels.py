@@ -40,7 +40,7 @@ from river_dhbm.kernels import (
     transpose_weights,
     vector,
 )
-from river_dhbm.scarce_labels import confident_labels, memory_push, memory_replay
+from river_dhbm.scarce_labels import confident_labels, memory_push, memory_replay, step_rows
 
 MF = 0
 SAP = 1
@@ -123,22 +123,13 @@ def _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimato
     part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
     P = work[6]
     C = n_classes
-    D = X.shape[1]
-    R = (X.shape[0] - n) // steps
-    xs = np.empty((n + R, D), X.dtype)
-    ys = np.empty(n + R, np.int64)
-    for r in range(n):
-        for c in range(D):
-            xs[r, c] = X[r, c]
+    rows = n + (X.shape[0] - n) // steps
+    xs = np.empty((rows, X.shape[1]), X.dtype)
+    ys = np.empty(rows, np.int64)
     hs = noise_h.shape[0] // steps
     vs = noise_v.shape[0] // steps
     for s in range(steps):
-        for r in range(n):
-            ys[r] = y[r]  # with the first step's proxy labels
-        for k in range(R):
-            for c in range(D):
-                xs[n + k, c] = X[n + s * R + k, c]
-            ys[n + k] = y[n + s * R + k]
+        step_rows(X, y, n, s, steps, xs, ys)  # `y` holds the first step's proxy labels
         _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, estimator, mf_steps, lr,
                      alpha, beta, confidence if s == 0 else 2.0, disc_weight, hard, mask,
                      (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from river_dhbm.blas import gemm
+from river_dhbm.scarce_labels import step_rows
 from river_dhbm.gradients import (
     adam_direction,
     discriminative_delta,
@@ -191,20 +192,11 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
     mini-batch with its own `R` rows (as `dhbm_kernels.dhbm_update`), with the same masks.
     With `moments` (Adam's, `[2 * theta.size]`; empty: plain gradient steps) step `s` is
     Adam's step number `step + s`."""
-    D = X.shape[1]
-    n = n_batch
-    R = (X.shape[0] - n) // steps
-    xs = np.empty((n + R, D), X.dtype)
-    ys = np.empty(n + R, np.int64)
-    for r in range(n):
-        ys[r] = y[r]
-        for c in range(D):
-            xs[r, c] = X[r, c]
+    rows = n_batch + (X.shape[0] - n_batch) // steps
+    xs = np.empty((rows, X.shape[1]), X.dtype)
+    ys = np.empty(rows, np.int64)
     for s in range(steps):
-        for k in range(R):
-            ys[n + k] = y[n + s * R + k]
-            for c in range(D):
-                xs[n + k, c] = X[n + s * R + k, c]
+        step_rows(X, y, n_batch, s, steps, xs, ys)
         dhda_step(xs, ys, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
                   lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments, step + s)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .scarce_labels import step_rows
 from .gradients import (
     adam_direction,
     net_backward,
@@ -107,21 +108,12 @@ def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, u
     own `R` rows, with the same dropout mask, Adam's step number `step + s` (`moments`
     `[2 * theta.size]`, or empty for plain gradient steps). Returns the number of rows the
     first step pseudo-labeled."""
-    D = X.shape[1]
-    n = n_batch
-    R = (X.shape[0] - n) // steps
-    xs = np.empty((n + R, D))
-    ys = np.empty(n + R, np.int64)
-    for r in range(n):
-        ys[r] = y[r]
-        for c in range(D):
-            xs[r, c] = X[r, c]
+    rows = n_batch + (X.shape[0] - n_batch) // steps
+    xs = np.empty((rows, X.shape[1]))
+    ys = np.empty(rows, np.int64)
     first = 0
     for s in range(steps):
-        for k in range(R):
-            ys[n + k] = y[n + s * R + k]
-            for c in range(D):
-                xs[n + k, c] = X[n + s * R + k, c]
+        step_rows(X, y, n_batch, s, steps, xs, ys)
         got = mlp_step(xs, ys, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr,
                        upper_lr, beta, grad, moments, step + s)
         if s == 0:

@@ -53,6 +53,21 @@ def _copy_row(src, i, dst, j):
 
 
 @njit(**_JIT)
+def step_rows(X, y, n, s, steps, xs, ys):
+    """The rows step `s` of an update learns, into `xs [n + R, d]` and `ys [n + R]`: the
+    mini-batch (the first `n` rows of `X, y`), then its own `R` replayed rows
+    `X[n + s R : n + (s + 1) R]`, where `X` holds `n + steps * R` rows. Returns `n + R`."""
+    R = (X.shape[0] - n) // steps
+    for r in range(n):
+        _copy_row(X, r, xs, r)
+        ys[r] = y[r]
+    for k in range(R):
+        _copy_row(X, n + s * R + k, xs, n + k)
+        ys[n + k] = y[n + s * R + k]
+    return n + R
+
+
+@njit(**_JIT)
 def memory_push(mem_X, mem_y, state, X, codes, n):
     """Store the labeled rows (`codes >= 0`) among the first `n` rows of `X` in the ring."""
     size = mem_y.shape[0]
