@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from river_dhbm import DHBM, DHDA
+from river_dhbm import DHBM, DHDA, SBEN
 
-HYBRIDS = {"DHBM": DHBM, "DHDA": DHDA}
+HYBRIDS = {"DHBM": DHBM, "DHDA": DHDA, "SBEN": SBEN}
 
 
 def _clusters(n, seed, k=10, d=50, sd=0.45):
