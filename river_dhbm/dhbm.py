@@ -23,7 +23,6 @@ __all__ = ["DHBM"]
 
 _PSEUDO_LABELS = ("soft", "hard")
 _NO_CODES = np.zeros(0, dtype=np.int64)  # `first_pred` of an update whose caller needs none
-_OPTIMIZERS = ("sgd", "adam")
 
 
 class DHBM(DHBMPaths, DHBMState, HybridClassifier):
@@ -403,7 +402,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         _check_probability("dropout", self.dropout)
         _check_beta_schedule(self.beta_schedule)
         _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
-        _check_choice("optimizer", self.optimizer, _OPTIMIZERS)
+        _check_choice("optimizer", self.optimizer, kernels.OPTIMIZERS)
         _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
         _check_choice("dtype", self.dtype, kernels.DTYPES)
         scarce_labels.check_params(self)

@@ -48,7 +48,7 @@ class DHBMState:
         self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(dtype)
         self._part_h = (self._rng.random(M * A) < 0.5).astype(dtype)
         self._part_y = np.zeros((M, 0), dtype)
-        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0, dtype)
+        self._moments = kernels.adam_moments(theta, self.optimizer)
         self._adam_steps = 0
         self._alloc_work()
 

@@ -327,7 +327,7 @@ class DHDA(HybridClassifier):
         if self.warm_start is not None:
             _check_int("warm_start", self.warm_start, 1)
         _check_choice("init", self.init, kernels.INITS)
-        _check_choice("optimizer", self.optimizer, ("adam", "sgd"))
+        _check_choice("optimizer", self.optimizer, kernels.OPTIMIZERS)
         _check_positive("learning_rate", self.learning_rate)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
@@ -371,7 +371,7 @@ class DHDA(HybridClassifier):
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0, self.dtype)
-        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0, self.dtype)
+        self._moments = kernels.adam_moments(theta, self.optimizer)
         self._adam_steps = 0
 
     def _add_class(self) -> None:

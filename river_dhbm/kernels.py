@@ -98,6 +98,21 @@ def _layout(sizes: tuple, n_classes: int) -> np.ndarray:
 
 #: `init` of the hybrids: how `init_weights` draws the first layer (`first_layer_init`).
 INITS = ("centred", "glorot")
+#: `optimizer` of every model that has one.
+OPTIMIZERS = ("sgd", "adam")
+
+
+def adam_moments(theta: np.ndarray, optimizer: str) -> np.ndarray:
+    """Adam's moments for `theta` (`[2 * theta.size]` zeros, first then second), or an empty
+    array for plain gradient steps: the kernels take an Adam step when it is not empty."""
+    return np.zeros(2 * theta.size if optimizer == "adam" else 0, theta.dtype)
+
+
+def centred_biases(W: np.ndarray, rng) -> np.ndarray:
+    """Biases `[fan_out]` that put each unit's hyperplane of `W [fan_in, fan_out]` through a
+    point drawn uniformly in the input box `[0, 1]^fan_in`."""
+    points = rng.random((W.shape[1], W.shape[0]))
+    return -np.einsum("jd,dj->j", points, W)
 
 
 def first_layer_init(init: str, scale: float) -> dict:
@@ -120,8 +135,7 @@ def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0, first_scale: 
         for col in (COL_W, COL_R):
             theta[off[l, col] : off[l, col] + W.size] = W
         if l == 0 and centred:
-            points = rng.random((fan_out, fan_in))
-            bias = -np.einsum("jd,dj->j", points, W.reshape(fan_in, fan_out))
+            bias = centred_biases(W.reshape(fan_in, fan_out), rng)
             for col in (COL_B, COL_RB):
                 theta[off[l, col] : off[l, col] + fan_out] = bias
 

@@ -238,7 +238,7 @@ class PseudoLabelMLP(HybridClassifier):
         _check_choice("activation", self.activation, tuple(kernels.ACTIVATIONS))
         scarce_labels.check_params(self, confidence=False)
         _check_bool("deep_identity", self.deep_identity)
-        _check_choice("optimizer", self.optimizer, ("adam", "sgd"))
+        _check_choice("optimizer", self.optimizer, kernels.OPTIMIZERS)
         _check_choice("init", self.init, kernels.INITS)
         _check_int("steps", self.steps, 1)
         if self.warm_start is not None:
@@ -269,12 +269,11 @@ class PseudoLabelMLP(HybridClassifier):
         if self.init == "centred":  # as the hybrids' (`kernels.init_weights`), drawn after
             W = self._theta[self._off[0, kernels.COL_W] :][: n_features * self._sizes[1]]
             W *= self.INIT_SCALE
-            points = self._rng.random((self._sizes[1], n_features))
             b = self._off[0, kernels.COL_B]
-            self._theta[b : b + self._sizes[1]] = -np.einsum(
-                "jd,dj->j", points, W.reshape(n_features, self._sizes[1]))
+            self._theta[b : b + self._sizes[1]] = kernels.centred_biases(
+                W.reshape(n_features, self._sizes[1]), self._rng)
         self._grad = np.zeros_like(self._theta)
-        self._moments = np.zeros(2 * self._theta.size if self.optimizer == "adam" else 0)
+        self._moments = kernels.adam_moments(self._theta, self.optimizer)
         self._adam_steps = 0
         self._kind = kernels.ACTIVATIONS[self.activation]
 

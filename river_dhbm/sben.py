@@ -312,7 +312,7 @@ class SBEN(DHBM):
         self._part_x = (self._rng.random(self._pvoff[-1]) < 0.5).astype(np.float64)
         self._part_h = (self._rng.random(self._phoff[-1]) < 0.5).astype(np.float64)
         self._part_y = np.zeros((L, M, 0))
-        self._moments = np.zeros(2 * theta.size if self.optimizer == "adam" else 0)
+        self._moments = kernels.adam_moments(theta, self.optimizer)
         self._alloc_work()
 
     def _alloc_work(self) -> None:
