@@ -1,31 +1,22 @@
-"""Deep hybrid semi-supervised learners (Ororbia, Giles & Reitter, 2016) for River."""
+"""Deep hybrid semi-supervised learners (Ororbia, Giles & Reitter, 2016) for River.
+
+The package's map:
+
+- the estimators, one module each: `dhbm` (DHBM), `sben` (SBEN), `dhda` (DHDA), `hsda`
+  (HSDA), `pseudo_label` (PseudoLabelMLP), on the River API of `base` (HybridClassifier);
+- `scarce_labels`: the learning rule every model shares when labels are scarce (the replayed
+  label memory, proxy labels, the steps of an update, the unlabeled rows' weight over time);
+- `_input` (private): the checks at the door, for data and for hyper-parameters;
+- `_kernels` (private): the Numba kernels, one module per model plus the shared network,
+  gradients, BLAS products and replay, and what a first use says while they compile.
+"""
 
 from __future__ import annotations
 
 from river_dhbm.dhbm import DHBM
+from river_dhbm.dhda import DHDA
+from river_dhbm.hsda import HSDA
+from river_dhbm.pseudo_label import PseudoLabelMLP
 from river_dhbm.sben import SBEN
-
-from . import (
-    blas,
-    dhbm_kernels,
-    dhbm_phases,
-    dhda_kernels,
-    first_use,
-    gradients,
-    hsda_kernels,
-    kernels,
-    mlp_kernels,
-    sben,
-    scarce_labels,
-)
-from .dhda import DHDA
-from .hsda import HSDA
-from .pseudo_label import PseudoLabelMLP
-
-# one compiled version per kernel and argument types: a shorter first use (see first_use.py)
-first_use.compile_without_literals(
-    blas, kernels, gradients, dhbm_phases, dhbm_kernels, dhda_kernels, hsda_kernels,
-    mlp_kernels, sben, scarce_labels,
-)
 
 __all__: list[str] = ["DHBM", "DHDA", "HSDA", "PseudoLabelMLP", "SBEN"]

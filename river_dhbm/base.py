@@ -1,8 +1,9 @@
 """The River-facing API shared by every model: `learn_one`, `predict_proba_one` and friends.
 
-The jobs behind it live in their own modules: `inputs` (checks at the door), `buffer` (the
-mini-batch buffer and class bookkeeping), `param_checks` (hyper-parameters) and `first_use`
-(the one line said when Numba must compile).
+`HybridClassifier` holds the rows at the door (a dict packed straight into the buffer), the
+mini-batch buffer with the class bookkeeping, and every public entry point. The checks
+themselves are functions of `river_dhbm._input` (`checks`: values, frames, arrays, labels;
+`params`: hyper-parameters); `river_dhbm._kernels.first_use` says when Numba must compile.
 
 A subclass supplies the mathematics through four hooks, each called with validated float64
 arrays:
@@ -23,25 +24,28 @@ All three learning paths feed the same buffer, so they yield the same model.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 from river import base
 
-from .buffer import MiniBatchBuffer
-from .inputs import (  # noqa: F401 (re-exported: the names base.py always had)
+from river_dhbm._input.checks import (
     _PLAIN_NUMBERS,
-    InputChecks,
     _canonical_order,
+    _check_arrays,
     _check_dict,
+    _check_frame,
     _check_frame_type,
     _check_label,
+    _check_learn_arrays,
     _is_missing_label,
     _row_packer,
     _short,
+    _vector,
 )
-from .param_checks import *  # noqa: F403 (the checks the models import from here)
-from .param_checks import _check_int, _check_seed
+from river_dhbm._input.params import _check_int, _check_seed
+from river_dhbm._kernels.first_use import announce_compilation
 
 if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s at import)
     import pandas as pd
@@ -49,7 +53,7 @@ if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s a
 __all__ = ["HybridClassifier"]
 
 
-class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
+class HybridClassifier(base.MiniBatchClassifier):
     """Base class of the semi-supervised mini-batch classifiers of this package.
 
     Not meant to be used directly: see `DHBM`, `DHDA`, `PseudoLabelMLP`, `SBEN`, `HSDA`.
@@ -142,6 +146,161 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
             state["_X_buf"][self._n_buf :] = 0.0
         return state
 
+    # ------------------------------------------------------------------ rows at the door
+
+    def _plain_values(self, x: dict) -> list | None:
+        """The values of `x` when it holds exactly the known features, in their order, as
+        finite plain numbers (what the streams yield), else None (the general loop decides).
+
+        One C-level pass instead of a Python loop over the features: the sum fails on a
+        non-number, a NaN or inf anywhere makes it non-finite, and it stays an exact `float`
+        only over Python's own numbers (floats, ints, bools, fractions); other types (numpy's
+        scalars among them) get one look at their types. Anything unusual (an int beyond float
+        range, huge values whose sum overflows, an object that adds oddly) is left to the loop,
+        which says what is wrong.
+        """
+        features = self._features
+        if features is None or len(x) != len(features) or list(x) != features:
+            return None
+        values = list(x.values())
+        try:
+            total = sum(values, 0.0)
+        except Exception:
+            return None
+        if type(total) is not float and not _PLAIN_NUMBERS.issuperset(map(type, values)):
+            return None
+        return values if math.isfinite(total) else None
+
+    def _is_staged(self, x: dict) -> bool:
+        """Whether `x` holds the values of the dict `_row` packed last, under the same keys.
+        Values compare as numbers: `1` and `1.0` pack alike, `0.0` and `-0.0` do not (the slot
+        keeps the predicted dict's sign of zero); a NaN is never staged."""
+        staged = self._staged
+        return staged is not None and list(x.values()) == staged and list(x) == self._features
+
+    def _row(self, x: dict) -> np.ndarray:
+        """`x` as one validated row float64 `[1, d]` for a prediction.
+
+        A dict of plain values is packed into the buffer's next free slot (not part of the
+        model until learnt) and its values are remembered (`_staged`): River's loops predict an
+        instance, then learn it, and `learn_one` then only has to recognise it."""
+        values = self._plain_values(x)
+        if values is None:
+            return _vector(x, self._feature_index)[None, :]
+        start = self._n_buf
+        _row_packer(len(values))(self._X_buf, 8 * len(values) * start, *values)
+        self._staged = values
+        return self._X_buf[start : start + 1]
+
+    # ------------------------------------------------------------------ the mini-batch buffer
+
+    def _fix_features(self, names) -> None:
+        self._features = list(names)
+        self._feature_index = {name: j for j, name in enumerate(self._features)}
+        self._X_buf = np.zeros((self.batch_size, len(self._features)))
+        self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
+        announce_compilation(self)  # the kernels come next: say so if they must be compiled
+        self._init_params(len(self._features))
+
+    def _class_of(self, y) -> int:
+        """The column of label `y`, adding a class the first time it is seen."""
+        k = self._class_index.get(y)
+        if k is None:
+            k = len(self._classes)
+            self._classes.append(y)
+            self._class_index[y] = k
+            self._add_class()
+        return k
+
+    def _push(self, rows: np.ndarray, labeled: list) -> None:
+        """Append validated rows to the buffer, one update per full batch. `labeled` lists
+        `(row index, label)` of the labeled rows, in row order; the other rows are unlabeled."""
+        bs = self.batch_size
+        self._staged = None  # its slot is overwritten
+        i = k = 0
+        while i < len(rows):
+            start = self._n_buf
+            n = min(len(rows) - i, bs - start)
+            self._X_buf[start : start + n] = rows[i : i + n]
+            codes = self._y_buf
+            codes[start : start + n] = -1
+            # classes are discovered batch by batch, in row order (a new class shows up in the
+            # update of the batch that holds it, not before)
+            while k < len(labeled) and labeled[k][0] < i + n:
+                j, y = labeled[k]
+                codes[start + j - i] = self._class_of(y)
+                self._n_buf_labeled += 1
+                k += 1
+            self._n_buf = start + n
+            i += n
+            if self._n_buf == bs:
+                self._flush()
+
+    def _push_one(self, row, y) -> None:
+        """`_push` of one row (`y` None when unlabeled); `row` is an array `[d]`, the list of
+        validated plain values from `_plain_values`, packed straight into the buffer, or None
+        when the row is the staged one, already in the buffer's next slot."""
+        self._staged = None
+        start = self._n_buf
+        if row is None:
+            pass
+        elif type(row) is list:
+            d = len(row)
+            _row_packer(d)(self._X_buf, 8 * d * start, *row)
+        else:
+            self._X_buf[start] = row
+        if y is None:
+            self._y_buf[start] = -1
+        else:
+            self._y_buf[start] = self._class_of(y)
+            self._n_buf_labeled += 1
+        self._n_buf = start + 1
+        if self._n_buf == self.batch_size:
+            self._flush()
+
+    def _flush(self, predict: bool = False) -> np.ndarray | None:
+        """One update on the full buffer; with `predict`, returns `p(y | x)` of its rows
+        before the update (`_predict_update`)."""
+        self.n_labeled_seen += self._n_buf_labeled
+        X, codes = self._X_buf, self._y_buf
+        P = self._predict_update(X, codes) if predict else self._update(X, codes)
+        self.n_updates += 1
+        self._n_buf = 0
+        self._n_buf_labeled = 0
+        self._staged = None
+        return P
+
+    def _run_end(self, start: int, n: int, bs: int, pairs: list, k: int) -> int:
+        """End of the rows from `start` that `_test_then_train_run` may take: whole model
+        mini-batches, the buffer empty, up to the first batch with a label not seen yet
+        (`start` itself when there are none)."""
+        if not self._classes or self._n_buf or bs != self.batch_size:
+            return start
+        stop = start + (n - start) // bs * bs
+        for j in range(k, len(pairs)):
+            i, v = pairs[j]
+            if i >= stop:
+                break
+            if v not in self._class_index:
+                return start + (i - start) // bs * bs
+        return stop
+
+    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Test-then-train on whole mini-batches of known classes with the buffer empty:
+        `codes` int64 class indices (-1 unlabeled); returns the predicted class indices, each
+        row predicted before the update of its mini-batch (`_predict_update`). Models may
+        override it with a single kernel call."""
+        bs = self.batch_size
+        predicted = np.empty(len(X), dtype=np.int64)
+        for start in range(0, len(X), bs):
+            batch = slice(start, start + bs)
+            self._X_buf[:] = X[batch]
+            self._y_buf[:] = codes[batch]
+            self._n_buf = bs
+            self._n_buf_labeled = int((codes[batch] >= 0).sum())
+            predicted[batch] = self._flush(predict=True).argmax(axis=1)
+        return predicted
+
     # ------------------------------------------------------------------ learning
 
     def learn_one(self, x: dict, y=None, labeled: bool = True, late=(), **kwargs) -> None:
@@ -162,7 +321,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
                 index = self._feature_index if self._features is not None else {
                     name: j for j, name in enumerate(features)
                 }
-                row = self._vector_general(x, index)
+                row = _vector(x, index)
         label = None if (not labeled or _is_missing_label(y)) else y
         if label is not None:
             _check_label(label)
@@ -178,7 +337,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         if len(X) == 0:
             return
         features = self._features if self._features is not None else _canonical_order(X.columns)
-        rows = self._check_frame(X, features)
+        rows = _check_frame(X, features)
         if y is None:
             labels = [None] * len(rows)
         else:
@@ -197,7 +356,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
     def learn_arrays(self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None) -> None:
         """Array path: `X` float `[n, d]` with columns features `0..d-1`, `y` labels `[n]`,
         `labeled` bool `[n]` (all labeled if omitted). Same buffer as `learn_one`."""
-        X, features, pairs = self._check_learn_arrays(X, y, labeled)
+        X, features, pairs = _check_learn_arrays(X, y, labeled, self._features)
         if len(X) == 0:
             return
         if self._features is None:
@@ -223,7 +382,7 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         """
         bs = self.batch_size if batch_size is None else batch_size
         _check_int("batch_size", bs, 1)
-        X, features, pairs = self._check_learn_arrays(X, y, labeled)
+        X, features, pairs = _check_learn_arrays(X, y, labeled, self._features)
         predicted = np.full(len(X), -1, dtype=np.int64)
         if len(X) and self._features is None:
             self._fix_features(features)
@@ -271,12 +430,12 @@ class HybridClassifier(InputChecks, MiniBatchBuffer, base.MiniBatchClassifier):
         _check_frame_type(X)
         if not self._classes:
             return pd.DataFrame(index=X.index)
-        P = self._proba(self._check_frame(X, self._features))
+        P = self._proba(_check_frame(X, self._features))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
         """Array path: `p(y | x)` as float64 `[n, len(classes_)]` (no columns before a label)."""
-        X, _ = self._check_arrays(X)
+        X, _ = _check_arrays(X, self._features)
         if not self._classes:
             return np.zeros((len(X), 0))
         return self._proba(X)

@@ -1,12 +1,20 @@
-"""The Deep Hybrid Boltzmann Machine (Ororbia, Giles & Reitter, 2016) as a River classifier."""
+"""The Deep Hybrid Boltzmann Machine (Ororbia, Giles & Reitter, 2016) as a River classifier.
+
+Long because one estimator is read here from top to bottom: its documentation (the paper's
+settings, the choices where it is vague, the measured figures), its parameters, its arrays and
+the three prediction paths that share the update's recognition pass. Its kernels are in
+`river_dhbm._kernels.dhbm`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from river_dhbm import dhbm_kernels, kernels, scarce_labels
-from river_dhbm.base import (
-    HybridClassifier,
+from river_dhbm import scarce_labels
+from river_dhbm._kernels import dhbm as dhbm_kernels
+from river_dhbm._kernels import network
+from river_dhbm._input.params import (
+    PSEUDO_LABELS,
     _check_beta_schedule,
     _check_choice,
     _check_hidden_sizes,
@@ -15,17 +23,16 @@ from river_dhbm.base import (
     _check_positive,
     _check_probability,
 )
-from river_dhbm.dhbm_paths import DHBMPaths
-from river_dhbm.dhbm_state import ESTIMATORS as _ESTIMATORS
-from river_dhbm.dhbm_state import DHBMState
+from river_dhbm.base import HybridClassifier
 
 __all__ = ["DHBM"]
 
-_PSEUDO_LABELS = ("soft", "hard")
+#: `estimator` -> the kernels' code of the likelihood-gradient estimator.
+ESTIMATORS = {"mf": dhbm_kernels.MF, "sap": dhbm_kernels.SAP}
 _NO_CODES = np.zeros(0, dtype=np.int64)  # `first_pred` of an update whose caller needs none
 
 
-class DHBM(DHBMPaths, DHBMState, HybridClassifier):
+class DHBM(HybridClassifier):
     """Deep Hybrid Boltzmann Machine: a semi-supervised online classifier.
 
     An L-layer Boltzmann machine over the input, L hidden layers and the label, whose label
@@ -384,7 +391,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
 
     def _check_params(self) -> None:
         _check_hidden_sizes(self.hidden_sizes)
-        _check_choice("estimator", self.estimator, tuple(_ESTIMATORS))
+        _check_choice("estimator", self.estimator, tuple(ESTIMATORS))
         _check_int("n_particles", self.n_particles, 1)
         _check_int("gibbs_sweeps", self.gibbs_sweeps, 1)
         if not isinstance(self.particle_dropout, bool):
@@ -394,21 +401,21 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         _check_int("steps", self.steps, 1)
         if self.warm_start is not None:
             _check_int("warm_start", self.warm_start, 1)
-        _check_choice("init", self.init, kernels.INITS)
+        _check_choice("init", self.init, network.INITS)
         _check_positive("learning_rate", self.learning_rate)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
         _check_non_negative("discriminative_weight", self.discriminative_weight)
         _check_probability("dropout", self.dropout)
         _check_beta_schedule(self.beta_schedule)
-        _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
-        _check_choice("optimizer", self.optimizer, kernels.OPTIMIZERS)
-        _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
-        _check_choice("dtype", self.dtype, kernels.DTYPES)
+        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
+        _check_choice("optimizer", self.optimizer, network.OPTIMIZERS)
+        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
+        _check_choice("dtype", self.dtype, network.DTYPES)
         scarce_labels.check_params(self)
 
     def _current_beta(self) -> float:
-        return self._beta_at(self.n_updates)
+        return scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
 
     def _step_size(self) -> float:
         # Adam moves every weight by about its step whatever the gradient's size, so the
@@ -422,16 +429,79 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
     def _unlabeled_weight(self, beta: float) -> float:
         return beta if self.learn_unlabeled else 0.0
 
-    def _beta_at(self, t: int) -> float:
-        """`beta` of the update that follows `t` updates."""
-        if self.beta_schedule is None:
-            return float(self.beta)
-        T1, T2 = self.beta_schedule
-        if t <= T1:
-            return 0.0
-        if t >= T2:
-            return float(self.beta)
-        return float(self.beta) * (t - T1) / (T2 - T1)
+    # ------------------------------------------------------------------ state
+
+    _SCRATCH = ("_grad", "_work", "_pred_act")
+    _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
+
+    def __setstate__(self, state):
+        # earlier versions took one Adam step per update, numbered by `n_updates`
+        state.setdefault("_adam_steps", state.get("n_updates", 0))
+        self.__dict__.update(state)
+        if self._theta is not None:
+            self._alloc_work()
+
+    def _reset_state(self) -> None:
+        super()._reset_state()
+        self._theta = None
+        self._empty = np.zeros(0, self.dtype)
+
+    def _init_params(self, n_features: int) -> None:
+        self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
+        self._hcum = network.hidden_offsets(self._sizes)
+        self._kind = network.HYBRID_ACTIVATIONS[self.activation]
+        self._estimator = ESTIMATORS[self.estimator]
+        self._off = network.param_layout(self._sizes, 0)
+        dtype = np.dtype(self.dtype)
+        theta = np.zeros(self._off[-1, 2], dtype)
+        network.init_weights(theta, self._off, self._sizes, self._rng,
+                             **network.first_layer_init(self.init, self.INIT_SCALE))
+        self._theta = theta
+        A = int(self._hcum[-1])
+        M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
+        self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(dtype)
+        self._part_h = (self._rng.random(M * A) < 0.5).astype(dtype)
+        self._part_y = np.zeros((M, 0), dtype)
+        self._moments = network.adam_moments(theta, self.optimizer)
+        self._adam_steps = 0
+        self._alloc_work()
+
+    def _alloc_work(self) -> None:
+        """Work arrays of one update and of a one-row prediction (rebuilt when classes grow)."""
+        # room for the mini-batch and its replayed rows (`scarce_labels`)
+        n, D, C = self.batch_size + self.replay, int(self._sizes[0]), len(self._classes)
+        A = int(self._hcum[-1])
+        wide = max(n, self._part_x.shape[0], 1) * int(self._sizes.max())
+        t = self._theta.dtype
+        self._grad = np.zeros_like(self._theta)
+        narrow = int(self._sizes.max()) <= network.MIRROR_MAX_WIDTH
+        self._work = dict(
+            act=np.zeros(n * A, t), mu=np.zeros(n * A, t), neg=np.zeros(n * A, t),
+            delta=np.zeros(n * A, t), zbuf=np.zeros(wide, t), xrec=np.zeros((n, D), t),
+            P=np.zeros((n, C), t), T=np.zeros((n, C), t), Y=np.zeros((n, C), t),
+            wrow=np.zeros(n, t), wdisc=np.zeros(n, t), first_pred=np.zeros(n, np.int64),
+            # the weights' transposes, rebuilt by every update (`network.transpose_weights`);
+            # none for wide networks (`network.MIRROR_MAX_WIDTH`)
+            mirror=np.zeros_like(self._theta) if narrow else np.zeros(0, t),
+        )
+        self._pred_act = np.zeros(A)
+
+    _WORK_ORDER = (
+        "act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror",
+    )
+
+    def _work_arrays(self) -> list:
+        """The work arrays in the order `dhbm_update` (and `dhbm_test_then_train`) take them."""
+        return [self._work[name] for name in self._WORK_ORDER]
+
+    def _add_class(self) -> None:
+        C = len(self._classes)
+        dtype = self._theta.dtype
+        self._theta = network.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
+        self._moments = network.regrow_moments(self._moments, self._sizes, C - 1, C)
+        self._off = network.param_layout(self._sizes, C)
+        self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1), dtype)])
+        self._alloc_work()
 
     # ------------------------------------------------------------------ hooks
 
@@ -451,7 +521,7 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
         if M:
             masked = self.dropout > 0 and self.particle_dropout
             part_mask = (rng.random(M * A) < keep).astype(dtype) if masked else self._empty
-            draw = rng.standard_normal if self._kind != kernels.SIGMOID else rng.random
+            draw = rng.standard_normal if self._kind != network.SIGMOID else rng.random
             K = self.gibbs_sweeps * steps
             noise_h = draw(K * M * A)
             noise_v = rng.random(K * (M * self._part_x.shape[1] + M))
@@ -470,3 +540,94 @@ class DHBM(DHBMPaths, DHBMState, HybridClassifier):
             *self._work_arrays(), self._moments, self._adam_steps + 1, steps, n_batch, _NO_CODES,
         )
         self._adam_steps += steps
+
+    # ------------------------------------------------------------------ predictions
+
+    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # Without dropout the update's first step, the recognition pass and `p(y | v)` into the
+        # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
+        if (self.dropout > 0 or not self._classes
+                or scarce_labels.steps_at(self, self.n_labeled_seen) > 1):
+            return super()._predict_update(X, y)
+        self._update(X, y)
+        return self._work["P"][: len(X)].astype(np.float64)
+
+    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        # Mean-field estimator without dropout: nothing random, so the whole run of
+        # mini-batches is one kernel call (the per-batch Python work costs as much as a
+        # quarter of the update).
+        if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
+            return super()._test_then_train_run(X, codes)
+        X = X.astype(self._theta.dtype, copy=False)
+        n_batches = len(X) // self.batch_size
+        if self.beta_schedule is None:
+            betas = np.full(n_batches, float(self.beta))
+        else:
+            betas = np.array([scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates + b)
+                              for b in range(n_batches)])
+        if not self.learn_unlabeled:
+            betas[:] = 0.0
+        predicted = np.empty(len(X), dtype=np.int64)
+        memory = scarce_labels.memory_of(self, X.shape[1])
+        # each update's steps (the labeled rows seen count its own batch, as `_flush` does), and
+        # the per-batch path's draws, in its order: `replay` uniforms per step of an update
+        labeled = (codes >= 0).reshape(n_batches, -1).sum(axis=1)
+        steps = scarce_labels.steps_at(self, self.n_labeled_seen + np.cumsum(labeled))
+        uniforms = self._rng.random(int(steps.sum()) * self.replay)
+        confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
+            self.confidence)
+        dhbm_kernels.dhbm_test_then_train(
+            X, codes, betas, self._adam_steps + 1, predicted, self._theta, self._grad, self._off,
+            self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
+            self._step_size(), float(self.alpha), float(self.discriminative_weight),
+            self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
+            *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
+            self.replay, confidence, self.n_labeled_seen, scarce_labels.PSEUDO_LABEL_WARM_UP,
+            steps, self._work["first_pred"],
+        )
+        self._adam_steps += int(steps.sum())
+        self.n_updates += n_batches
+        self.n_labeled_seen += int((codes >= 0).sum())
+        return predicted
+
+    def _proba(self, X: np.ndarray) -> np.ndarray:
+        n = X.shape[0]
+        if n == 1:  # the kernel of `predict_proba_one`: one row gives one answer on every path
+            P = np.empty((1, len(self._classes)))
+            self._proba_one(X, P)
+            return P
+        t = self._theta.dtype
+        act = np.empty(n * int(self._hcum[-1]), t)
+        zbuf = np.empty(n * int(self._sizes.max()), t)
+        P = np.empty((n, len(self._classes)), t)
+        dhbm_kernels.dhbm_proba(
+            X.astype(t, copy=False), self._theta, self._off, self._sizes, self._hcum,
+            len(self._classes), self._kind, 1.0 - self.dropout, 0, act, zbuf, P,
+        )
+        return P.astype(np.float64, copy=False)
+
+    def _proba_row(self, row: np.ndarray) -> list:
+        # one row with every buffer preallocated (the output in the scratch `_work`, which is
+        # rebuilt when a class is added): the prediction of River's per-instance loop
+        P = self._one_row_output()
+        self._proba_one(row, P)
+        return P[0].tolist()
+
+    def _predict_row(self, row: np.ndarray) -> int:
+        return self._proba_one(row, self._one_row_output())
+
+    def _proba_one(self, row: np.ndarray, P: np.ndarray) -> int:
+        """`p(y | x)` of one row `[1, d]` into `P [1, C]` (plain loops: `dhbm_proba_row`);
+        returns the index of its first maximum."""
+        return dhbm_kernels.dhbm_proba_row(
+            row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
+            1.0 - self.dropout, self._pred_act, P,
+        )
+
+    def _one_row_output(self) -> np.ndarray:
+        """The `[1, C]` output of a one-row prediction, kept in the scratch `_work` (rebuilt
+        when a class is added, left out of pickles)."""
+        P = self._work.get("P1")
+        if P is None:
+            P = self._work["P1"] = np.empty((1, len(self._classes)))
+        return P

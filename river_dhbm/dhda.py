@@ -6,9 +6,11 @@ import numpy as np
 
 from river_dhbm import scarce_labels
 
-from . import dhda_kernels, kernels
-from .base import (
-    HybridClassifier,
+from river_dhbm._kernels import dhda as dhda_kernels
+from river_dhbm._kernels import network
+from river_dhbm._input.params import (
+    LOSSES,
+    PSEUDO_LABELS,
     _check_beta_schedule,
     _check_bool,
     _check_choice,
@@ -18,12 +20,10 @@ from .base import (
     _check_positive,
     _check_probability,
 )
-from .pseudo_label import beta_at
+from river_dhbm.base import HybridClassifier
 
 __all__ = ["DHDA"]
 
-_LOSSES = ("ce", "mse")
-_PSEUDO_LABELS = ("soft", "hard")
 
 
 class DHDA(HybridClassifier):
@@ -321,23 +321,23 @@ class DHDA(HybridClassifier):
         self._check_common_params()
         _check_hidden_sizes(self.hidden_sizes)
         _check_probability("corruption", self.corruption)
-        _check_choice("loss", self.loss, _LOSSES)
+        _check_choice("loss", self.loss, LOSSES)
         _check_int("mf_steps", self.mf_steps, 1)
         _check_int("steps", self.steps, 1)
         if self.warm_start is not None:
             _check_int("warm_start", self.warm_start, 1)
-        _check_choice("init", self.init, kernels.INITS)
-        _check_choice("optimizer", self.optimizer, kernels.OPTIMIZERS)
+        _check_choice("init", self.init, network.INITS)
+        _check_choice("optimizer", self.optimizer, network.OPTIMIZERS)
         _check_positive("learning_rate", self.learning_rate)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
         _check_beta_schedule(self.beta_schedule)
         _check_probability("dropout", self.dropout)
-        _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
+        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
         _check_non_negative("discriminative_weight", self.discriminative_weight)
-        _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
+        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
-        _check_choice("dtype", self.dtype, kernels.DTYPES)
+        _check_choice("dtype", self.dtype, network.DTYPES)
         _check_bool("slow_upper_layers", self.slow_upper_layers)
 
     @classmethod
@@ -360,27 +360,27 @@ class DHDA(HybridClassifier):
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
-        self._hcum = kernels.hidden_offsets(self._sizes)
-        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
-        self._dec_kind = kernels.SIGMOID if self.loss == "ce" else self._kind
-        self._off = kernels.param_layout(self._sizes, 0)
+        self._hcum = network.hidden_offsets(self._sizes)
+        self._kind = network.HYBRID_ACTIVATIONS[self.activation]
+        self._dec_kind = network.SIGMOID if self.loss == "ce" else self._kind
+        self._off = network.param_layout(self._sizes, 0)
         theta = np.zeros(self._off[-1, 2], self.dtype)
         upper = self.UPPER_INIT if self.slow_upper_layers else 1.0
-        kernels.init_weights(theta, self._off, self._sizes, self._rng, upper,
-                             **kernels.first_layer_init(self.init, self.INIT_SCALE))
+        network.init_weights(theta, self._off, self._sizes, self._rng, upper,
+                             **network.first_layer_init(self.init, self.INIT_SCALE))
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0, self.dtype)
-        self._moments = kernels.adam_moments(theta, self.optimizer)
+        self._moments = network.adam_moments(theta, self.optimizer)
         self._adam_steps = 0
 
     def _add_class(self) -> None:
         C = len(self._classes)
         dtype = self._theta.dtype
-        self._theta = kernels.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
-        self._off = kernels.param_layout(self._sizes, C)
+        self._theta = network.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
+        self._off = network.param_layout(self._sizes, C)
         self._grad = np.zeros_like(self._theta)
-        self._moments = kernels.regrow_moments(self._moments, self._sizes, C - 1, C)
+        self._moments = network.regrow_moments(self._moments, self._sizes, C - 1, C)
 
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
         n_batch = len(X)
@@ -404,7 +404,7 @@ class DHDA(HybridClassifier):
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse", self.mf_steps,
             float(self.learning_rate), self._upper_lr(), float(self.alpha),
-            beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
+            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
             float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
             self._moments, self._adam_steps + 1, steps, n_batch,
         )

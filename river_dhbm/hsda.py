@@ -6,9 +6,11 @@ import numpy as np
 
 from river_dhbm import scarce_labels
 
-from . import hsda_kernels, kernels
-from .base import (
-    HybridClassifier,
+from river_dhbm._kernels import hsda as hsda_kernels
+from river_dhbm._kernels import network
+from river_dhbm._input.params import (
+    LOSSES,
+    PSEUDO_LABELS,
     _check_beta_schedule,
     _check_bool,
     _check_choice,
@@ -17,12 +19,10 @@ from .base import (
     _check_positive,
     _check_probability,
 )
-from .pseudo_label import beta_at
+from river_dhbm.base import HybridClassifier
 
 __all__ = ["HSDA"]
 
-_LOSSES = ("ce", "mse")
-_PSEUDO_LABELS = ("soft", "hard")
 
 
 class HSDA(HybridClassifier):
@@ -118,7 +118,7 @@ class HSDA(HybridClassifier):
 
     - Layer `l` owns `W^l` (encoder, and transposed its decoder), an encoder bias, a decoder
       bias, a predictor `U^l` and a class bias, laid out as a one-layer net of the shared
-      layout (`kernels.param_layout((H_{l-1}, H_l), C)`, recognition columns unused).
+      layout (`network.param_layout((H_{l-1}, H_l), C)`, recognition columns unused).
     - A layer's input is the clean (uncorrupted) activity of the layer below, dropout masks
       applied, computed with the parameters before the update; the layer corrupts it, encodes
       it, and learns to reconstruct it and to predict the target from that encoding. Dropped
@@ -225,14 +225,14 @@ class HSDA(HybridClassifier):
         self._check_common_params()
         _check_hidden_sizes(self.hidden_sizes)
         _check_probability("corruption", self.corruption)
-        _check_choice("loss", self.loss, _LOSSES)
+        _check_choice("loss", self.loss, LOSSES)
         _check_positive("learning_rate", self.learning_rate)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
         _check_beta_schedule(self.beta_schedule)
         _check_probability("dropout", self.dropout)
-        _check_choice("pseudo_label", self.pseudo_label, _PSEUDO_LABELS)
-        _check_choice("activation", self.activation, tuple(kernels.HYBRID_ACTIVATIONS))
+        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
+        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
         _check_bool("weighted_layers", self.weighted_layers)
 
@@ -256,7 +256,7 @@ class HSDA(HybridClassifier):
         """Per-layer offsets tables `[L, 2, 5]` and the start of each layer's block."""
         L = len(self.hidden_sizes)
         self._offs = np.stack(
-            [kernels.param_layout(self._sizes[l : l + 2], n_classes) for l in range(L)]
+            [network.param_layout(self._sizes[l : l + 2], n_classes) for l in range(L)]
         )
         self._bases = np.concatenate([[0], np.cumsum(self._offs[:, -1, 2])]).astype(np.int64)
 
@@ -264,15 +264,15 @@ class HSDA(HybridClassifier):
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
-        self._hcum = kernels.hidden_offsets(self._sizes)
-        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
-        self._dec_kind = kernels.SIGMOID if self.loss == "ce" else self._kind
+        self._hcum = network.hidden_offsets(self._sizes)
+        self._kind = network.HYBRID_ACTIVATIONS[self.activation]
+        self._dec_kind = network.SIGMOID if self.loss == "ce" else self._kind
         self._layout(0)
         theta = np.zeros(self._bases[-1])
         for l in range(len(self.hidden_sizes)):
             fan_in, fan_out = self._sizes[l], self._sizes[l + 1]
             bound = np.sqrt(6.0 / (fan_in + fan_out))
-            o = self._bases[l] + self._offs[l, 0, kernels.COL_W]
+            o = self._bases[l] + self._offs[l, 0, network.COL_W]
             theta[o : o + fan_in * fan_out] = self._rng.uniform(-bound, bound, fan_in * fan_out)
         self._theta = theta
         self._grad = np.zeros_like(theta)
@@ -282,7 +282,7 @@ class HSDA(HybridClassifier):
     def _add_class(self) -> None:
         C = len(self._classes)
         blocks = [
-            kernels.regrow_classes(
+            network.regrow_classes(
                 self._theta[self._bases[l] : self._bases[l + 1]], self._sizes[l : l + 2], C - 1, C
             )
             for l in range(len(self.hidden_sizes))
@@ -326,7 +326,7 @@ class HSDA(HybridClassifier):
             X, y, self._theta, self._grad, self._bases, self._offs, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse",
             float(self.learning_rate), float(self.alpha),
-            beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
+            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
             self.pseudo_label == "hard", mask, kappa, self._layer_weights(),
         )
 

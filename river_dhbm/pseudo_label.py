@@ -6,9 +6,9 @@ import numpy as np
 
 from river_dhbm import scarce_labels
 
-from . import kernels, mlp_kernels
-from .base import (
-    HybridClassifier,
+from river_dhbm._kernels import mlp as mlp_kernels
+from river_dhbm._kernels import network
+from river_dhbm._input.params import (
     _check_beta_schedule,
     _check_bool,
     _check_choice,
@@ -18,20 +18,10 @@ from .base import (
     _check_positive,
     _check_probability,
 )
+from river_dhbm.base import HybridClassifier
 
 __all__ = ["PseudoLabelMLP"]
 
-
-def beta_at(beta: float, schedule, t: float) -> float:
-    """Paper eq. 17: 0 before T1, linear up to `beta` at T2, then `beta`."""
-    if schedule is None:
-        return float(beta)
-    t1, t2 = schedule
-    if t <= t1:
-        return 0.0
-    if t >= t2:
-        return float(beta)
-    return float(beta) * (t - t1) / (t2 - t1)
 
 class PseudoLabelMLP(HybridClassifier):
     """Multi-layer perceptron trained with pseudo-labels (Lee 2013).
@@ -235,11 +225,11 @@ class PseudoLabelMLP(HybridClassifier):
         _check_non_negative("beta", self.beta)
         _check_beta_schedule(self.beta_schedule)
         _check_probability("dropout", self.dropout)
-        _check_choice("activation", self.activation, tuple(kernels.ACTIVATIONS))
+        _check_choice("activation", self.activation, tuple(network.ACTIVATIONS))
         scarce_labels.check_params(self, confidence=False)
         _check_bool("deep_identity", self.deep_identity)
-        _check_choice("optimizer", self.optimizer, kernels.OPTIMIZERS)
-        _check_choice("init", self.init, kernels.INITS)
+        _check_choice("optimizer", self.optimizer, network.OPTIMIZERS)
+        _check_choice("init", self.init, network.INITS)
         _check_int("steps", self.steps, 1)
         if self.warm_start is not None:
             _check_int("warm_start", self.warm_start, 1)
@@ -254,35 +244,35 @@ class PseudoLabelMLP(HybridClassifier):
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array((n_features, *self.hidden_sizes), dtype=np.int64)
-        self._hcum = kernels.hidden_offsets(self._sizes)
-        self._off = kernels.param_layout(self._sizes, 0)
+        self._hcum = network.hidden_offsets(self._sizes)
+        self._off = network.param_layout(self._sizes, 0)
         self._theta = np.zeros(self._off[-1, 2])
         for l in range(len(self.hidden_sizes)):
             n_in, n_out = self._sizes[l], self._sizes[l + 1]
             r = np.sqrt(6.0 / (n_in + n_out))
-            o = self._off[l, kernels.COL_W]
+            o = self._off[l, network.COL_W]
             W = self._rng.uniform(-r, r, (n_in, n_out))
             if l > 0 and self.deep_identity:
                 k = min(n_in, n_out)
                 W[:, :k] = np.eye(n_in, k)  # units beyond the width below keep their draw
             self._theta[o : o + n_in * n_out] = W.ravel()
-        if self.init == "centred":  # as the hybrids' (`kernels.init_weights`), drawn after
-            W = self._theta[self._off[0, kernels.COL_W] :][: n_features * self._sizes[1]]
+        if self.init == "centred":  # as the hybrids' (`network.init_weights`), drawn after
+            W = self._theta[self._off[0, network.COL_W] :][: n_features * self._sizes[1]]
             W *= self.INIT_SCALE
-            b = self._off[0, kernels.COL_B]
-            self._theta[b : b + self._sizes[1]] = kernels.centred_biases(
+            b = self._off[0, network.COL_B]
+            self._theta[b : b + self._sizes[1]] = network.centred_biases(
                 W.reshape(n_features, self._sizes[1]), self._rng)
         self._grad = np.zeros_like(self._theta)
-        self._moments = kernels.adam_moments(self._theta, self.optimizer)
+        self._moments = network.adam_moments(self._theta, self.optimizer)
         self._adam_steps = 0
-        self._kind = kernels.ACTIVATIONS[self.activation]
+        self._kind = network.ACTIVATIONS[self.activation]
 
     def _add_class(self) -> None:
         n = len(self._classes)
-        self._theta = kernels.regrow_classes(self._theta, self._sizes, n - 1, n)
-        self._off = kernels.param_layout(self._sizes, n)
+        self._theta = network.regrow_classes(self._theta, self._sizes, n - 1, n)
+        self._off = network.param_layout(self._sizes, n)
         self._grad = np.zeros_like(self._theta)
-        self._moments = kernels.regrow_moments(self._moments, self._sizes, n - 1, n)
+        self._moments = network.regrow_moments(self._moments, self._sizes, n - 1, n)
 
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
         n_batch = len(X)
@@ -294,7 +284,7 @@ class PseudoLabelMLP(HybridClassifier):
             mask = (self._rng.random(len(X) * int(self._hcum[-1])) < keep).astype(np.float64)
         else:
             mask = np.empty(0)
-        beta = beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled
+        beta = scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled
         mlp_kernels.mlp_update(
             X, y, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
             self._kind, mask, keep, float(self.learning_rate), self._upper_lr(), beta,

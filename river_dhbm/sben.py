@@ -3,128 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from river_dhbm import dhbm_kernels, kernels, scarce_labels
+from river_dhbm import scarce_labels
+from river_dhbm._kernels import dhbm as dhbm_kernels
+from river_dhbm._kernels import network
+from river_dhbm._kernels.sben import sben_proba, sben_update, sben_update_mf
 from river_dhbm.base import HybridClassifier
-from river_dhbm.dhbm import DHBM
-from river_dhbm.dhbm_kernels import _INLINE, MF, _update_body
-from river_dhbm.scarce_labels import step_rows
-from river_dhbm.kernels import _JIT, COL_R, COL_RB, forward_net, joint_proba
+from river_dhbm.dhbm import DHBM, ESTIMATORS
 
 __all__ = ["SBEN"]
-
-
-@njit(**_JIT)
-def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes, kind,
-                estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
-                part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff, act,
-                mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps, steps, n_batch):
-    """One update of every block, bottom-up, each a 1-layer DHBM step (`dhbm_update`), taken
-    `steps` times: `X` holds the mini-batch (`n_batch` rows) and `R` replayed rows for each
-    step, and step `s` runs every block on the mini-batch and its own rows
-    (`scarce_labels.step_rows`), Adam's step number `step + s`, with the update's masks and
-    draws.
-
-    Block `b` owns `theta[boff[b]:boff[b+1]]` laid out by `offs[b]` (`param_layout` of
-    `bsizes[b] = (in, out)`), Adam moments `moments[2 boff[b]:2 boff[b+1]]` (or none), dropout
-    mask `masks[moff[b]:moff[b+1]]`, particles `part_v[pvoff[b]:...]` `[M, in]`,
-    `part_h[phoff[b]:...]`, `part_y[b] [M, C]` and noise slices. Block 0 learns `X`; block
-    `b > 0` learns the representation of block `b - 1` computed AFTER that block's update:
-    its recognition activities scaled by the keep probability, no dropout (written to `reps`,
-    flat `>= n * sum H`). Work arrays as in `dhbm_update`, sized for the widest block; `mirror`
-    of `theta`'s length holds each block's transposed mirror at the block's place.
-    """
-    _sben_blocks(X, y, theta, grad, moments, (step, steps, n_batch), boff, offs, bsizes, hcums,
-                 n_classes, kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep,
-                 masks, moff,
-                 (part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff),
-                 (act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps))
-
-
-@njit(**_JIT)
-def sben_update_mf(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes,
-                   kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
-                   moff, part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff,
-                   act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps, steps,
-                   n_batch):
-    """`sben_update` with the mean-field estimator, whatever `estimator` says: the kernel of
-    the default settings, which never compiles the SAP negative phase."""
-    _sben_blocks(X, y, theta, grad, moments, (step, steps, n_batch), boff, offs, bsizes, hcums,
-                 n_classes, kind, MF, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
-                 moff,
-                 (part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff),
-                 (act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps))
-
-
-@njit(**_INLINE)
-def _sben_blocks(X, y, theta, grad, moments, schedule, boff, offs, bsizes, hcums, n_classes,
-                 kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
-                 particles, work):
-    """`sben_update`'s body, inlined into each entry kernel (see `dhbm_kernels._update_body`)
-    with the blocks' DHBM step inlined too."""
-    part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff = particles
-    act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps = work
-    step, steps, n_batch = schedule
-    n = n_batch + (X.shape[0] - n_batch) // steps  # the rows of one step
-    L = bsizes.shape[0]
-    M = part_y.shape[1]
-    empty = np.empty(0)
-    xs = np.empty((n, X.shape[1]), X.dtype)
-    ys = np.empty(n, np.int64)
-    for s in range(steps):
-        step_rows(X, y, n_batch, s, steps, xs, ys)
-        below = xs
-        pos = 0
-        for b in range(L):
-            d_in, H = bsizes[b, 0], bsizes[b, 1]
-            th = theta[boff[b] : boff[b + 1]]
-            gr = grad[boff[b] : boff[b + 1]]
-            mo = moments[2 * boff[b] : 2 * boff[b + 1]] if moments.size > 0 else moments
-            mask = masks[moff[b] : moff[b + 1]] if masks.size > 0 else masks
-            pm = part_mask[phoff[b] : phoff[b + 1]] if part_mask.size > 0 else part_mask
-            nh = noise_h[phoff[b] : phoff[b + 1]] if noise_h.size > 0 else noise_h
-            nv = noise_v[nvoff[b] : nvoff[b + 1]] if noise_v.size > 0 else noise_v
-            pv = part_v[pvoff[b] : pvoff[b + 1]].reshape((M, d_in))
-            ph = part_h[phoff[b] : phoff[b + 1]]
-            xrec = xbuf[: n * d_in].reshape((n, d_in))
-            _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes, kind, estimator,
-                         mf_steps, lr, alpha, beta, 2.0, disc_weight, hard, mask,
-                         (pv, ph, part_y[b], pm, nh, nv),
-                         (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
-                          mirror[boff[b] : boff[b + 1]]), mo, step + s)
-            if b < L - 1:
-                out = reps[pos : pos + n * H]
-                forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind,
-                            empty, keep, out)
-                below = out.reshape((n, H))
-                pos += n * H
-
-
-@njit(**_JIT)
-def sben_proba(X, theta, boff, offs, bsizes, hcums, n_classes, kind, keep, act, Pb, P):
-    """`P [n, C]`: the average over blocks of each block's `p(y | h^b)`, `h^b` from its
-    recognition pass (activities scaled by `keep`) on the block below's activities."""
-    n = X.shape[0]
-    L = bsizes.shape[0]
-    empty = np.empty(0)
-    for r in range(n):
-        for k in range(n_classes):
-            P[r, k] = 0.0
-    below = X
-    pos = 0
-    for b in range(L):
-        H = bsizes[b, 1]
-        th = theta[boff[b] : boff[b + 1]]
-        out = act[pos : pos + n * H]
-        forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind, empty,
-                    keep, out)
-        joint_proba(out, n, th, offs[b], bsizes[b], hcums[b], n_classes, Pb)
-        for r in range(n):
-            for k in range(n_classes):
-                P[r, k] += Pb[r, k] / L
-        below = out.reshape((n, H))
-        pos += n * H
 
 
 class SBEN(DHBM):
@@ -282,7 +169,7 @@ class SBEN(DHBM):
     # ------------------------------------------------------------------ state
 
     def _layouts(self, C: int) -> None:
-        self._offs = np.stack([kernels.param_layout(s, C) for s in self._bsizes])
+        self._offs = np.stack([network.param_layout(s, C) for s in self._bsizes])
         sizes = [int(off[-1, 2]) for off in self._offs]
         self._boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
@@ -292,14 +179,14 @@ class SBEN(DHBM):
         self._bsizes = np.array([[sizes[b], sizes[b + 1]] for b in range(L)], dtype=np.int64)
         self._hcums = np.array([[0, sizes[b + 1]] for b in range(L)], dtype=np.int64)
         self._sizes = np.array(sizes, dtype=np.int64)  # for the widths of work arrays
-        self._kind = kernels.HYBRID_ACTIVATIONS[self.activation]
-        self._estimator = _ESTIMATOR[self.estimator]
+        self._kind = network.HYBRID_ACTIVATIONS[self.activation]
+        self._estimator = ESTIMATORS[self.estimator]
         self._layouts(0)
         theta = np.zeros(self._boff[-1])
-        for b in range(L):  # each block as a one-layer DHBM (`kernels.init_weights`)
+        for b in range(L):  # each block as a one-layer DHBM (`network.init_weights`)
             block = theta[self._boff[b] : self._boff[b + 1]]
-            first = kernels.first_layer_init(self.init, self.INIT_SCALE)
-            kernels.init_weights(block, self._offs[b], self._bsizes[b], self._rng, **first)
+            first = network.first_layer_init(self.init, self.INIT_SCALE)
+            network.init_weights(block, self._offs[b], self._bsizes[b], self._rng, **first)
         self._theta = theta
         self._adam_steps = 0
         M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
@@ -312,7 +199,7 @@ class SBEN(DHBM):
         self._part_x = (self._rng.random(self._pvoff[-1]) < 0.5).astype(np.float64)
         self._part_h = (self._rng.random(self._phoff[-1]) < 0.5).astype(np.float64)
         self._part_y = np.zeros((L, M, 0))
-        self._moments = kernels.adam_moments(theta, self.optimizer)
+        self._moments = network.adam_moments(theta, self.optimizer)
         self._alloc_work()
 
     def _alloc_work(self) -> None:
@@ -334,14 +221,14 @@ class SBEN(DHBM):
         C = len(self._classes)
         old_boff = self._boff
         blocks = [
-            kernels.regrow_classes(self._theta[old_boff[b] : old_boff[b + 1]], s, C - 1, C)
+            network.regrow_classes(self._theta[old_boff[b] : old_boff[b + 1]], s, C - 1, C)
             for b, s in enumerate(self._bsizes)
         ]
         if self._moments.size:
             moments = []
             for b, s in enumerate(self._bsizes):
                 pair = self._moments[2 * old_boff[b] : 2 * old_boff[b + 1]]
-                moments += [kernels.regrow_classes(h, s, C - 1, C) for h in np.split(pair, 2)]
+                moments += [network.regrow_classes(h, s, C - 1, C) for h in np.split(pair, 2)]
             self._moments = np.concatenate(moments)
         self._theta = np.concatenate(blocks)
         self._layouts(C)
@@ -369,7 +256,7 @@ class SBEN(DHBM):
                 if self.dropout > 0 else self._empty
             )
             size = int(self._phoff[-1])
-            draw = rng.standard_normal if self._kind != kernels.SIGMOID else rng.random
+            draw = rng.standard_normal if self._kind != network.SIGMOID else rng.random
             noise_h = draw(size)
             noise_v = rng.random(int(self._nvoff[-1]))
         else:
@@ -414,5 +301,3 @@ class SBEN(DHBM):
                    self._pred_Pb, P)
         return P[0].tolist()
 
-
-_ESTIMATOR = {"mf": dhbm_kernels.MF, "sap": dhbm_kernels.SAP}

@@ -1,7 +1,7 @@
 """Plain numpy reference of the DHBM's mathematics (written for clarity, not speed).
 
 Parameters are unpacked from the flat buffer into per-layer lists once, and every step of
-`river_dhbm.dhbm_kernels.dhbm_update` / `dhbm_proba` is redone with matrix products, given
+`river_dhbm._kernels.dhbm.dhbm_update` / `dhbm_proba` is redone with matrix products, given
 the same dropout masks and Gibbs noise. The objectives whose gradients the kernels compute
 are written out too (`kl_loss`, `discriminative_loss`) for the finite-difference checks.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_dhbm.kernels import COL_B, COL_R, COL_RB, COL_U, COL_W
+from river_dhbm._kernels.network import COL_B, COL_R, COL_RB, COL_U, COL_W
 
 
 def unpack(theta, sizes, n_classes, off):
@@ -30,7 +30,7 @@ def unpack(theta, sizes, n_classes, off):
 
 
 def phi(z, kind):
-    """Kinds as in `river_dhbm.kernels`: 0 sigmoid, 1 ReLU, 2 ReLU bounded to [0, 1]."""
+    """Kinds as in `river_dhbm._kernels.network`: 0 sigmoid, 1 ReLU, 2 ReLU bounded to [0, 1]."""
     if kind == 1:
         return np.maximum(z, 0.0)
     if kind == 2:

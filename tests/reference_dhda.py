@@ -1,4 +1,4 @@
-"""Plain numpy reference of the DHDA's learning step (`river_dhbm.dhda_kernels`), for tests.
+"""Plain numpy reference of the DHDA's learning step (`river_dhbm._kernels.dhda`), for tests.
 
 Parameters are per-layer lists in the shared orientation: `W[l]`, `R[l]` `[H_{l-1}, H_l]`,
 `b[l]`, `rb[l]` `[H_l]`, `U[l]` `[H_l, C]`, plus `c` `[D]` and `d` `[C]` (`l = 0..L-1` is the

@@ -1,4 +1,4 @@
-"""Plain numpy reference of the pseudo-label MLP math (`river_dhbm.mlp_kernels`), for tests.
+"""Plain numpy reference of the pseudo-label MLP math (`river_dhbm._kernels.mlp`), for tests.
 
 Written for clarity, one layer per list entry: `Ws[l]` is `[H_{l+1}, H_l]`, `bs[l]` is
 `[H_{l+1}]`, `V` is `[H_L, C]`, `d` is `[C]`; `masks[l]` is the 0/1 dropout mask `[B, H_{l+1}]`.

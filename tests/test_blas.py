@@ -1,4 +1,4 @@
-"""`river_dhbm.blas.gemm` against numpy: every transpose, alpha/beta, edge shapes."""
+"""`river_dhbm._kernels.blas.gemm` against numpy: every transpose, alpha/beta, edge shapes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from river_dhbm.blas import gemm
+from river_dhbm._kernels.blas import gemm
 
 
 @pytest.mark.parametrize("trans_a", [False, True])

@@ -12,7 +12,8 @@ from river import checks
 
 import reference_dhbm as ref
 import streams
-from river_dhbm import dhbm_kernels, kernels
+from river_dhbm._kernels import dhbm as dhbm_kernels
+from river_dhbm._kernels import network as kernels
 from river_dhbm.dhbm import DHBM
 
 

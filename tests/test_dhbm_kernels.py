@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import reference_dhbm as ref
 
-from river_dhbm import dhbm_kernels as DK
-from river_dhbm import gradients as G
-from river_dhbm import kernels as K
+from river_dhbm._kernels import dhbm as DK
+from river_dhbm._kernels import gradients as G
+from river_dhbm._kernels import network as K
 
 RTOL, ATOL = 1e-10, 1e-12
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from river_dhbm import DHBM, dhbm_phases, kernels
+from river_dhbm import DHBM
+from river_dhbm._kernels import dhbm_phases
+from river_dhbm._kernels import network as kernels
 
 
 def _batches(n=60, d=10, seed=0):

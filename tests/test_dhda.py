@@ -9,7 +9,8 @@ import pytest
 from river import checks
 
 import reference_dhda as ref
-from river_dhbm import dhda_kernels, kernels
+from river_dhbm._kernels import dhda as dhda_kernels
+from river_dhbm._kernels import network as kernels
 from river_dhbm.dhda import DHDA
 
 KEYS = ("W", "b", "U", "R", "rb")

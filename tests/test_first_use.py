@@ -11,7 +11,7 @@ import pytest
 from numba.core import config
 
 import river_dhbm
-from river_dhbm import first_use
+from river_dhbm._kernels import first_use
 
 # A stand-in model whose "learning kernel" is a tiny cached Numba function in its own module,
 # run in fresh processes sharing one NUMBA_CACHE_DIR: the first compiles, the second loads.
@@ -19,7 +19,7 @@ _SCRIPT = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, sys.argv[1])
-    from river_dhbm import first_use
+    from river_dhbm._kernels import first_use
 
     first_use.FIRST_KERNELS["Tiny"] = ("tiny_kernel:add_one", 1)
 
@@ -28,6 +28,12 @@ _SCRIPT = textwrap.dedent(
 
     first_use.announce_compilation(Tiny())
     first_use.announce_compilation(Tiny())  # once per process
+    first_use.FIRST_KERNELS["Other"] = ("tiny_kernel:add_two", 1)
+
+    class Other:
+        pass
+
+    first_use.announce_compilation(Other())  # another cold kernel: still once per process
     import tiny_kernel
     assert tiny_kernel.add_one(1) == 2
     """
@@ -47,6 +53,7 @@ def _run(tmp_path, cache_dir):
 def test_notice_only_when_the_cache_is_cold(tmp_path):
     (tmp_path / "tiny_kernel.py").write_text(
         "from numba import njit\n\n@njit(cache=True)\ndef add_one(x):\n    return x + 1\n"
+        "\n\n@njit(cache=True)\ndef add_two(x):\n    return x + 2\n"
     )
     cold = _run(tmp_path, tmp_path / "cache")
     assert cold.splitlines() == [
@@ -61,7 +68,7 @@ def test_every_model_has_a_known_kernel():
     # a renamed kernel would silence the notice: each entry must resolve to a Numba dispatcher
     for name in first_use.FIRST_KERNELS:
         model = getattr(river_dhbm, name)()
-        kernel, seconds = first_use._kernel_of(model)
+        kernel, seconds, _ = first_use._kernel_of(model)
         assert hasattr(kernel, "signatures") and seconds > 0, name
 
 
@@ -115,7 +122,8 @@ def _globals_after_pruning(pyfunc) -> set:
 def test_mean_field_kernels_never_compile_the_sap_phase():
     # the default (MF) learning kernels of the DHBM and the SBEN leave `sap_sweep` out (about
     # a second of the first use); the general kernels keep it
-    from river_dhbm import dhbm_kernels, sben
+    from river_dhbm._kernels import dhbm as dhbm_kernels
+    from river_dhbm._kernels import sben
 
     for mf, general in ((dhbm_kernels.dhbm_update_mf, dhbm_kernels.dhbm_update),
                         (sben.sben_update_mf, sben.sben_update)):

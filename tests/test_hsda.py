@@ -9,7 +9,8 @@ import pytest
 from river import checks
 
 import reference_dhda as ref
-from river_dhbm import hsda_kernels, kernels
+from river_dhbm._kernels import hsda as hsda_kernels
+from river_dhbm._kernels import network as kernels
 from river_dhbm.hsda import HSDA
 
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-from river_dhbm import DHBM, DHDA, kernels
-from river_dhbm.blas import gemm
+from river_dhbm import DHBM, DHDA
+from river_dhbm._kernels import network as kernels
+from river_dhbm._kernels.blas import gemm
 
 
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True)])

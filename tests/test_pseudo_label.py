@@ -9,7 +9,8 @@ import pytest
 from river import checks
 
 import reference_mlp as ref
-from river_dhbm import kernels, mlp_kernels
+from river_dhbm._kernels import network as kernels
+from river_dhbm._kernels import mlp as mlp_kernels
 from river_dhbm.pseudo_label import PseudoLabelMLP
 
 ACT = kernels.ACTIVATIONS
@@ -181,7 +182,7 @@ def test_unlabeled_only_batch_with_beta_zero_changes_nothing():
 
 
 def test_beta_schedule_follows_eq_17():
-    from river_dhbm.pseudo_label import beta_at
+    from river_dhbm.scarce_labels import beta_at
 
     assert [beta_at(0.5, (2, 6), t) for t in (0, 2, 4, 6, 9)] == [0.0, 0.0, 0.25, 0.5, 0.5]
     assert beta_at(0.5, None, 0) == 0.5

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import streams
-from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP, kernels
+from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP
+from river_dhbm._kernels import network as kernels
 
 DEEP = (24, 24, 24, 24)
 

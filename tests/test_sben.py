@@ -12,7 +12,7 @@ from river import checks
 
 import reference_dhbm as ref
 import streams
-from river_dhbm import kernels
+from river_dhbm._kernels import network as kernels
 from river_dhbm.sben import SBEN
 
 

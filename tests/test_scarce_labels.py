@@ -8,7 +8,8 @@ import copy
 import numpy as np
 import pytest
 
-from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP, dhbm_kernels, scarce_labels
+from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP, scarce_labels
+from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm.scarce_labels import (
     LabelMemory,
     confident_labels,

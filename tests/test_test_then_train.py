@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from evaluation import prequential
-from river_dhbm import DHBM, dhbm_kernels
+from river_dhbm import DHBM
+from river_dhbm._kernels import dhbm as dhbm_kernels
 from streams import LED, LabelMask
 from test_dict_path import MODELS as DICT_PATH_MODELS
 

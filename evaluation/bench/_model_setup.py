@@ -85,8 +85,6 @@ def _dict_path_floor(predictor=None):
         _n_buf = 0
         # our models' own code, not a copy of it
         _plain_values = HybridClassifier._plain_values
-        _vector_general = HybridClassifier._vector_general
-        _check_value = HybridClassifier._check_value
         _row = HybridClassifier._row
         _is_staged = HybridClassifier._is_staged
 

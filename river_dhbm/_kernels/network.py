@@ -19,9 +19,8 @@ Conventions used by every function here:
   back-propagated deltas (`delta`) share that layout; an empty `mask` means no dropout.
 - `kind` selects the latent non-linearity: `SIGMOID` (0), `RELU` (1, the MLP's "relu") or
   `BOUNDED_RELU` (2, `min(max(z, 0), 1)`, the "relu" of the hybrid models).
-- Numba's on-disk cache keys each module on its OWN source text: after changing a function
-  here, delete `river_dhbm/__pycache__/*.nb[ic]`, or the kernel modules that inline it keep
-  running their stale compiled copies.
+- The kernels are cached on disk in a directory named after every kernel module's source
+  (`build.cache_dir`): an edit here recompiles the kernels that inline what changed.
 - Gradients are of a LOSS (to be descended) and are ACCUMULATED (`+=`) into `grad`.
 """
 
@@ -34,7 +33,8 @@ from numba import carray, njit, types
 from numba.core import errors
 from numba.extending import intrinsic
 
-from river_dhbm.blas import gemm
+from river_dhbm._kernels.blas import gemm
+from river_dhbm._kernels.build import NATIVE
 
 # error_model="numpy": float division without Python's zero check, so loops vectorise;
 # "contract": fused multiply-add. No reassociation: `exp`'s argument reduction relies on the
@@ -212,15 +212,27 @@ def _address(typingctx, arr, start):
     return sig, codegen
 
 
-@njit(**_JIT)
-def borrow(a, start, shape):
-    """C-contiguous view `shape` of the contiguous `a` from element `start` on, WITHOUT a
-    reference to `a`'s memory: valid only while `a` is alive, so it must never leave the
-    kernel that made it. Why: a slice shares `a`'s reference count, and every slice, reshape
-    and argument passing of it costs atomic increments and decrements plus a reshape call,
-    which for the ~100 views of a mini-batch update cost more than a tenth of it. The caller
-    guarantees `start + prod(shape) <= a.size` (the layouts do)."""
-    return carray(_address(a, start), shape)
+if NATIVE:
+
+    @njit(**_JIT)
+    def borrow(a, start, shape):
+        """C-contiguous view `shape` of the contiguous `a` from element `start` on, WITHOUT a
+        reference to `a`'s memory: valid only while `a` is alive, so it must never leave the
+        kernel that made it. Why: a slice shares `a`'s reference count, and every slice,
+        reshape and argument passing of it costs atomic increments and decrements plus a
+        reshape call, which for the ~100 views of a mini-batch update cost more than a tenth
+        of it. The caller guarantees `start + prod(shape) <= a.size` (the layouts do)."""
+        return carray(_address(a, start), shape)
+
+else:
+
+    @njit(**_JIT)
+    def borrow(a, start, shape):
+        """`borrow` with Numba's public slicing (`build.NATIVE` is off): a counted view."""
+        size = 1
+        for s in shape:
+            size *= s
+        return a.reshape(a.size)[start : start + size].reshape(shape)
 
 
 @njit(**_JIT)

@@ -1,7 +1,7 @@
 """The DHDA's learning step (mean-field back-propagation, paper Algorithm 3) and prediction,
 each ONE Numba call per mini-batch.
 
-Layouts follow `river_dhbm.kernels` (flat `theta`/`grad` with the `off` table, flat hidden
+Layouts follow `river_dhbm._kernels.network` (flat `theta`/`grad` with the `off` table, flat hidden
 activities with `hcum`). Corruption masks arrive as arrays drawn by the model's generator:
 `kappa` holds, for each of the `mf_steps` sweeps, an input block `[n, D]` followed by a hidden
 block laid out like the activities (`n * hcum[L]`); an empty `kappa` means no corruption.
@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm.blas import gemm
-from river_dhbm.scarce_labels import step_rows
-from river_dhbm.gradients import (
+from river_dhbm._kernels.blas import gemm
+from river_dhbm._kernels.replay import step_rows
+from river_dhbm._kernels.gradients import (
     adam_direction,
     discriminative_delta,
     kl_delta,
@@ -26,7 +26,7 @@ from river_dhbm.gradients import (
     sgd_step,
     subset_weights,
 )
-from river_dhbm.kernels import (
+from river_dhbm._kernels.network import (
     COL_B,
     COL_R,
     COL_RB,

@@ -1,6 +1,6 @@
 """Gradients shared by the hybrid models' kernels: the KL and discriminative deltas of the
 recognition network, back-propagation through it, the mean-field input of a layer and the plain
-gradient step. Conventions as in `river_dhbm.kernels` (flat `theta`, `off`, `hcum`); gradients
+gradient step. Conventions as in `river_dhbm._kernels.network` (flat `theta`, `off`, `hcum`); gradients
 are of a LOSS and ACCUMULATED (`+=`) into `grad`.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm.blas import gemm
-from river_dhbm.kernels import (
+from river_dhbm._kernels.blas import gemm
+from river_dhbm._kernels.network import (
     _JIT,
     COL_B,
     COL_U,

@@ -1,6 +1,6 @@
 """The DHBM's learning step and prediction, each ONE Numba call per mini-batch.
 
-Layouts follow `river_dhbm.kernels` (flat `theta`/`grad` with the `off` table, flat hidden
+Layouts follow `river_dhbm._kernels.network` (flat `theta`/`grad` with the `off` table, flat hidden
 activities with `hcum`). All randomness arrives as arrays drawn by the model's generator.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm.dhbm_phases import (
+from river_dhbm._kernels.dhbm_phases import (
     add_phase,
     mean_field_sweep,
     reconstruct,
     sap_sweep,
 )
-from river_dhbm.gradients import (
+from river_dhbm._kernels.gradients import (
     adam_direction,
     discriminative_delta,
     kl_delta,
@@ -24,7 +24,7 @@ from river_dhbm.gradients import (
     sgd_step,
     subset_weights,
 )
-from river_dhbm.kernels import (
+from river_dhbm._kernels.network import (
     _JIT,
     COL_R,
     COL_RB,
@@ -40,7 +40,7 @@ from river_dhbm.kernels import (
     transpose_weights,
     vector,
 )
-from river_dhbm.scarce_labels import confident_labels, memory_push, memory_replay, step_rows
+from river_dhbm._kernels.replay import confident_labels, memory_push, memory_replay, step_rows
 
 MF = 0
 SAP = 1

@@ -9,7 +9,14 @@ from __future__ import annotations
 import math
 import numbers
 
+#: The values of `pseudo_label` (how an unlabeled row's prediction becomes its target).
+PSEUDO_LABELS = ("soft", "hard")
+#: The values of the autoencoders' `loss` (reconstruction: cross-entropy or squared error).
+LOSSES = ("ce", "mse")
+
 __all__ = [
+    "LOSSES",
+    "PSEUDO_LABELS",
     "_check_beta_schedule",
     "_check_bool",
     "_check_choice",

@@ -1,10 +1,13 @@
-"""`gemm`: BLAS matrix products (with accumulation) callable from Numba kernels.
+"""`gemm`: matrix products with accumulation, callable from Numba kernels.
 
 `np.dot` inside Numba calls BLAS but always overwrites its output; the kernels accumulate
-gradients (`C += A^T B`) and top-down terms (`C += A B^T`). This module reaches the same BLAS
-entry point as Numba's own `np.dot` (`numba_xxgemm`, SciPy's `dgemm`, or `sgemm` for float32
-operands) with the `alpha`, `beta` and transpose arguments exposed. The call goes through a named symbol, not a raw
-address, so kernels using it stay cacheable on disk.
+gradients (`C += A^T B`) and top-down terms (`C += A B^T`). The native product reaches the same
+BLAS entry point as Numba's own `np.dot` (`numba_xxgemm`, SciPy's `dgemm`, or `sgemm` for
+float32 operands) with the `alpha`, `beta` and transpose arguments exposed; the call goes
+through a named symbol, not a raw address, so kernels using it stay cacheable on disk. That
+symbol is not Numba's public API: without it (or with `RIVER_DHBM_PLAIN_KERNELS=1`) the plain
+product `_gemm_plain` (`np.dot`, then the accumulation in a loop) is compiled instead
+(`build.NATIVE`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils, errors
 from numba.extending import intrinsic, overload
+
+from river_dhbm._kernels.build import NATIVE
 
 _NO_TRANSPOSE, _TRANSPOSE = ord("n"), ord("t")
 
@@ -130,6 +135,12 @@ def _product_for_layouts(A, B, C, alpha, beta, trans_a, trans_b, k):
     if not (A.dtype == B.dtype == C.dtype) or C.dtype not in (types.float64, types.float32):
         raise errors.TypingError(f"gemm: operands must be all float64 or all float32, got "
                                  f"{A.dtype}, {B.dtype}, {C.dtype}")
+    if not NATIVE:
+
+        def plain(A, B, C, alpha, beta, trans_a, trans_b, k):
+            _gemm_plain(A, B, C, alpha, beta, trans_a, trans_b)
+
+        return plain
     if A.layout == "C" and B.layout == "C":
 
         def direct(A, B, C, alpha, beta, trans_a, trans_b, k):
@@ -158,3 +169,20 @@ def _gemm_copies(A, B, C, alpha, beta, trans_a, trans_b, k):
 @njit(cache=True)
 def _keep_alive(*arrays):
     pass
+
+
+@njit(cache=True)
+def _gemm_plain(A, B, C, alpha, beta, trans_a, trans_b):
+    """`gemm`'s product with Numba's public `np.dot` (which allocates the product), then
+    `C = alpha * product + beta * C` in a loop; shapes are checked by `gemm`."""
+    A = np.ascontiguousarray(A)
+    B = np.ascontiguousarray(B)
+    if trans_a:
+        P = np.dot(A.T, B.T) if trans_b else np.dot(A.T, B)
+    else:
+        P = np.dot(A, B.T) if trans_b else np.dot(A, B)
+    m, n = C.shape
+    for r in range(m):
+        for j in range(n):
+            old = 0.0 if beta == 0.0 else beta * C[r, j]  # BLAS ignores C when beta is 0
+            C[r, j] = alpha * P[r, j] + old

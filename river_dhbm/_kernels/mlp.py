@@ -12,13 +12,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .scarce_labels import step_rows
-from .gradients import (
+from river_dhbm._kernels.replay import step_rows
+from river_dhbm._kernels.gradients import (
     adam_direction,
     net_backward,
     sgd_step,
 )
-from .kernels import (
+from river_dhbm._kernels.network import (
     COL_B,
     COL_W,
     derivative,

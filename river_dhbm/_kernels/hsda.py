@@ -1,5 +1,5 @@
 """The HSDA's learning step and prediction (the DHDA's layer-wise predecessor), each ONE Numba
-call per mini-batch. Layouts follow `river_dhbm.kernels`; the layer blocks are described below.
+call per mini-batch. Layouts follow `river_dhbm._kernels.network`; the layer blocks are described below.
 """
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm.dhda_kernels import dhda_sweep, encoder_backward, reconstruction_delta
-from river_dhbm.gradients import (
+from river_dhbm._kernels.dhda import dhda_sweep, encoder_backward, reconstruction_delta
+from river_dhbm._kernels.gradients import (
     discriminative_delta,
     label_targets,
     sgd_step,
     subset_weights,
 )
-from river_dhbm.kernels import (
+from river_dhbm._kernels.network import (
     COL_B,
     COL_W,
     forward_net,

@@ -1,6 +1,6 @@
 """The DHBM's phases: the statistics of a phase, the mean-field sweep, the reconstruction of the
 input and the SAP estimator's persistent particles (its Gibbs sweep). `dhbm_kernels` composes
-them into one learning step per mini-batch. Layouts as in `river_dhbm.kernels`.
+them into one learning step per mini-batch. Layouts as in `river_dhbm._kernels.network`.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm.blas import gemm
-from river_dhbm.gradients import mean_field_input
-from river_dhbm.kernels import (
+from river_dhbm._kernels.blas import gemm
+from river_dhbm._kernels.gradients import mean_field_input
+from river_dhbm._kernels.network import (
     _JIT,
     BOUNDED_RELU,
     COL_B,

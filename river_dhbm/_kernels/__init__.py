@@ -1,0 +1,25 @@
+"""The Numba kernels (private): each model's learning step and predictions compiled as one call.
+
+`network` holds what every model shares (the flat parameter layout, activations, the
+recognition pass, the joint predictor), `gradients` their gradients and the optimizers' steps,
+`blas` the matrix products, `replay` the label memory's kernels; `dhbm` (with `dhbm_phases`),
+`sben`, `dhda`, `hsda` and `mlp` each hold one model's update and prediction kernels.
+`first_use` says, once, when a model's kernels must be compiled; `build` chooses between
+native and plain code and where the compiled kernels are cached.
+"""
+
+from river_dhbm._kernels.build import caching_here
+
+with caching_here():  # every kernel is defined here, so every one caches where `build` says
+    from river_dhbm._kernels import (  # noqa: F401
+        blas,
+        dhbm,
+        dhbm_phases,
+        dhda,
+        gradients,
+        hsda,
+        mlp,
+        network,
+        replay,
+        sben,
+    )

@@ -1,0 +1,79 @@
+"""How the kernels are compiled: the one choice between native and plain code, and where Numba
+caches the compiled kernels.
+
+- `NATIVE`: the matrix products call BLAS through Numba's `numba_xxgemm` symbol with BLAS's
+  accumulation and transpose arguments (`blas.gemm`), and array views are made from raw
+  addresses without reference counting (`network.borrow`). Both reach below Numba's public
+  API, so both have a plain version (`np.dot` and a loop; slices and reshapes) that computes the
+  same to round-off. The native one is used when Numba has the symbol, unless the environment
+  variable `RIVER_DHBM_PLAIN_KERNELS=1` asks for the plain one. Chosen once, at import.
+- The cache: Numba keys each kernel's on-disk cache on its own source file only, so a kernel
+  that inlines a function from another module would keep running its stale copy after that
+  module is edited. The kernels are therefore cached in a directory named after a hash of
+  every kernel module's source and of `NATIVE`: an edit anywhere, or the other choice, starts
+  a fresh directory. It lies under `NUMBA_CACHE_DIR` when that is set, else in the package's
+  `__pycache__` (or the user's cache directory when the package's is not writable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pathlib
+
+__all__ = ["NATIVE", "cache_dir", "caching_here"]
+
+_HERE = pathlib.Path(__file__).resolve().parent
+
+
+def _native_available() -> bool:
+    """Whether Numba provides the BLAS symbol the native products call (with SciPy's BLAS)."""
+    try:
+        from numba import _helperlib
+        from numba.np.linalg import ensure_blas
+
+        ensure_blas()
+        return "xxgemm" in _helperlib.c_helpers
+    except Exception:  # a Numba without it, or no SciPy: the plain products work anyway
+        return False
+
+
+NATIVE: bool = os.environ.get("RIVER_DHBM_PLAIN_KERNELS", "") in ("", "0") and _native_available()
+
+
+def _stamp() -> str:
+    digest = hashlib.sha256(b"native" if NATIVE else b"plain")
+    for path in sorted(_HERE.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_dir() -> pathlib.Path:
+    """The directory of this source's (and this choice's) compiled kernels."""
+    from numba.core import config
+
+    if config.CACHE_DIR:
+        base = pathlib.Path(config.CACHE_DIR)
+    elif os.access(_HERE, os.W_OK):
+        base = _HERE / "__pycache__"
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+        base = pathlib.Path(xdg) / "river_dhbm"
+    return base / f"kernels-{_stamp()}"
+
+
+@contextlib.contextmanager
+def caching_here():
+    """Kernels defined inside this block cache into `cache_dir()`: Numba reads its cache
+    directory (`numba.config.CACHE_DIR`, the `NUMBA_CACHE_DIR` setting) when a cached function
+    is defined; it is set back afterwards, so nothing else is affected."""
+    from numba.core import config
+
+    previous = config.CACHE_DIR
+    config.CACHE_DIR = str(cache_dir())
+    try:
+        yield
+    finally:
+        config.CACHE_DIR = previous

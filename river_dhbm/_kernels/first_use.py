@@ -1,0 +1,85 @@
+"""The first use on a fresh install: say on stderr that Numba compiles, once, only when it must.
+
+Each model's learning kernel is one Numba function that calls all the others, so whether it
+was compiled into this source's cache directory (`build.cache_dir`, where a marker file is
+left when it is) says whether the first update will compile (seconds) or load (a fraction of
+a second). The figures quoted are the measured CPU
+time to the first prediction after one update with an empty cache
+(`python -m evaluation bench first_use`). Only the learning kernel is looked at: the
+prediction kernels compile in about a second, and `test_then_train_arrays`' run kernel (the
+DHBM's) compiles after the update kernel it shares most of its code with.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from river_dhbm._kernels import build
+
+__all__ = ["announce_compilation", "is_cache_cold"]
+
+#: Model class name -> (its learning kernel "module:function", seconds to compile it here).
+FIRST_KERNELS = {
+    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 9),
+    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 10),
+    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 10),
+    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 9),
+    "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 5),
+}
+
+#: The learning kernel of a model with `estimator="sap"` (those above are the mean-field ones,
+#: which never compile the SAP negative phase).
+SAP_KERNELS = {
+    "DHBM": "river_dhbm._kernels.dhbm:dhbm_update",
+    "SBEN": "river_dhbm._kernels.sben:sben_update",
+}
+
+_announced = False  # the notice is said at most once per process
+
+
+def _kernel_of(model):
+    """The learning kernel of `model`'s class (or of its nearest known base class), as
+    `(dispatcher, seconds, "module:function")`."""
+    for cls in type(model).__mro__:
+        entry = FIRST_KERNELS.get(cls.__name__)
+        if entry is not None:
+            where, seconds = entry
+            if getattr(model, "estimator", None) == "sap":
+                where = SAP_KERNELS.get(cls.__name__, where)
+            module, name = where.split(":")
+            return getattr(importlib.import_module(module), name, None), seconds, where
+    return None, 0, ""
+
+
+def _marker(where: str):
+    """The file saying that `where`'s kernel was compiled into this source's cache directory
+    (`build.cache_dir`, named after the kernels' source: an edit starts a new one)."""
+    return build.cache_dir() / f"{where.replace(':', '.')}.compiled"
+
+
+def is_cache_cold(where: str) -> bool:
+    """Whether the learning kernel `where` ("module:function") has not been compiled yet for
+    this source (and this choice of native or plain kernels)."""
+    return not _marker(where).exists()
+
+
+def announce_compilation(model) -> None:
+    """Say on stderr, once per process, that `model`'s first update is about to compile its
+    kernels (and how long that takes); remember that they are compiled."""
+    global _announced
+    kernel, seconds, where = _kernel_of(model)
+    if kernel is None or not hasattr(kernel, "signatures") or not is_cache_cold(where):
+        return  # unknown, the JIT disabled, or compiled before
+    if not _announced:
+        _announced = True
+        print(
+            f"river_dhbm: compiling {type(model).__name__}'s kernels for first use "
+            f"(about {seconds} s, cached afterwards)",
+            file=sys.stderr,
+        )
+    try:
+        _marker(where).parent.mkdir(parents=True, exist_ok=True)
+        _marker(where).touch()
+    except OSError:  # a read-only cache: the notice may come again, nothing else changes
+        pass
