@@ -563,8 +563,8 @@ class DHBM(HybridClassifier):
         if self.beta_schedule is None:
             betas = np.full(n_batches, float(self.beta))
         else:
-            betas = np.array([scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates + b)
-                              for b in range(n_batches)])
+            t = self.n_updates + np.arange(n_batches)
+            betas = np.array([scarce_labels.beta_at(self.beta, self.beta_schedule, b) for b in t])
         if not self.learn_unlabeled:
             betas[:] = 0.0
         predicted = np.empty(len(X), dtype=np.int64)

@@ -404,7 +404,8 @@ class DHDA(HybridClassifier):
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse", self.mf_steps,
             float(self.learning_rate), self._upper_lr(), float(self.alpha),
-            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
+            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
+            * self.learn_unlabeled,
             float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
             self._moments, self._adam_steps + 1, steps, n_batch,
         )

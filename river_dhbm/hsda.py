@@ -326,7 +326,8 @@ class HSDA(HybridClassifier):
             X, y, self._theta, self._grad, self._bases, self._offs, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse",
             float(self.learning_rate), float(self.alpha),
-            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
+            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
+            * self.learn_unlabeled,
             self.pseudo_label == "hard", mask, kappa, self._layer_weights(),
         )
 

@@ -284,7 +284,8 @@ class PseudoLabelMLP(HybridClassifier):
             mask = (self._rng.random(len(X) * int(self._hcum[-1])) < keep).astype(np.float64)
         else:
             mask = np.empty(0)
-        beta = scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled
+        beta = scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
+        beta *= self.learn_unlabeled
         mlp_kernels.mlp_update(
             X, y, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
             self._kind, mask, keep, float(self.learning_rate), self._upper_lr(), beta,

@@ -7,6 +7,7 @@ import pytest
 from numba import njit
 
 from river_dhbm._kernels.blas import gemm
+from kernel_calls import from_python
 
 
 @pytest.mark.parametrize("trans_a", [False, True])
@@ -19,28 +20,28 @@ def test_matches_numpy(trans_a, trans_b, alpha, beta):
     B = rng.normal(size=(n, k) if trans_b else (k, n))
     C = rng.normal(size=(m, n))
     expected = alpha * (A.T if trans_a else A) @ (B.T if trans_b else B) + beta * C
-    gemm(A, B, C, alpha, beta, trans_a, trans_b)
+    from_python(gemm)(A, B, C, alpha, beta, trans_a, trans_b)
     np.testing.assert_allclose(C, expected, rtol=1e-13, atol=1e-13)
 
 
 def test_beta_zero_ignores_old_values():
     A, B = np.ones((2, 3)), np.ones((3, 4))
     C = np.full((2, 4), np.nan)
-    gemm(A, B, C, 1.0, 0.0, False, False)
+    from_python(gemm)(A, B, C, 1.0, 0.0, False, False)
     np.testing.assert_array_equal(C, np.full((2, 4), 3.0))
 
 
 def test_empty_inner_dimension_scales_the_output():
     C = np.full((2, 3), 2.0)
-    gemm(np.zeros((2, 0)), np.zeros((0, 3)), C, 1.0, 0.5, False, False)
+    from_python(gemm)(np.zeros((2, 0)), np.zeros((0, 3)), C, 1.0, 0.5, False, False)
     np.testing.assert_array_equal(C, np.ones((2, 3)))
-    gemm(np.zeros((2, 0)), np.zeros((0, 3)), C, 1.0, 0.0, False, False)
+    from_python(gemm)(np.zeros((2, 0)), np.zeros((0, 3)), C, 1.0, 0.0, False, False)
     np.testing.assert_array_equal(C, np.zeros((2, 3)))
 
 
 def test_empty_output_is_a_no_op():
     C = np.zeros((0, 3))
-    gemm(np.ones((0, 2)), np.ones((2, 3)), C, 1.0, 1.0, False, False)
+    from_python(gemm)(np.ones((0, 2)), np.ones((2, 3)), C, 1.0, 1.0, False, False)
     assert C.shape == (0, 3)
 
 
@@ -49,15 +50,17 @@ def test_non_contiguous_operands_are_copied():
     A = rng.normal(size=(6, 8))[:, ::2]  # strided view
     B = rng.normal(size=(4, 5))
     C = np.zeros((6, 5))
-    gemm(A, B, C, 1.0, 0.0, False, False)
+    from_python(gemm)(A, B, C, 1.0, 0.0, False, False)
     np.testing.assert_allclose(C, A @ B, rtol=1e-13)
 
 
 def test_wrong_shapes_raise():
     with pytest.raises(ValueError, match="inner dimensions"):
-        gemm(np.ones((2, 3)), np.ones((4, 5)), np.zeros((2, 5)), 1.0, 0.0, False, False)
+        from_python(gemm)(
+            np.ones((2, 3)), np.ones((4, 5)), np.zeros((2, 5)), 1.0, 0.0, False, False)
     with pytest.raises(ValueError, match="output"):
-        gemm(np.ones((2, 3)), np.ones((3, 5)), np.zeros((2, 4)), 1.0, 0.0, False, False)
+        from_python(gemm)(
+            np.ones((2, 3)), np.ones((3, 5)), np.zeros((2, 4)), 1.0, 0.0, False, False)
 
 
 def test_callable_from_a_kernel_on_wide_layers():

@@ -10,6 +10,7 @@ import reference_dhbm as ref
 from river_dhbm._kernels import dhbm as DK
 from river_dhbm._kernels import gradients as G
 from river_dhbm._kernels import network as K
+from kernel_calls import from_python
 
 RTOL, ATOL = 1e-10, 1e-12
 
@@ -32,9 +33,9 @@ def _masks(rng, n, hcum, dropout):
 
 def test_exp_matches_libm():
     x = np.concatenate([np.linspace(-708, 709, 20001), np.random.default_rng(0).normal(0, 3, 5000)])
-    got = np.array([K.exp(v) for v in x])
+    got = np.array([from_python(K.exp)(v) for v in x])
     np.testing.assert_allclose(got, np.exp(x), rtol=4e-16, atol=0)
-    assert K.exp(-1e4) > 0 and np.isfinite(K.exp(1e4))
+    assert from_python(K.exp)(-1e4) > 0 and np.isfinite(from_python(K.exp)(1e4))
 
 
 def test_layout_is_dense_and_regrow_keeps_values():
@@ -179,7 +180,7 @@ def _mirror(theta, off, sizes, C, built):
     if not built:
         return np.zeros(0)
     mirror = np.full_like(theta, np.nan)
-    K.transpose_weights(theta, off, sizes, C, mirror)
+    from_python(K.transpose_weights)(theta, off, sizes, C, mirror)
     return mirror
 
 
@@ -211,10 +212,13 @@ def test_recognition_kl_gradient_by_finite_differences(kind, dropout, mirror):
     mu = [rng.random((n, H)) for H in sizes[1:]]
     wrow = rng.random(n)
     act = np.zeros(n * hcum[-1])
-    K.forward_net(X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
+    from_python(K.forward_net)(
+        X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
-    G.kl_delta(act, np.concatenate([m.ravel() for m in mu]), n, hcum, wrow, kind, mask, delta)
-    G.net_backward(X, act, delta, theta, _mirror(theta, off, sizes, 3, mirror), off, sizes, hcum,
+    from_python(G.kl_delta)(
+        act, np.concatenate([m.ravel() for m in mu]), n, hcum, wrow, kind, mask, delta)
+    from_python(G.net_backward)(
+        X, act, delta, theta, _mirror(theta, off, sizes, 3, mirror), off, sizes, hcum,
                    K.COL_R, K.COL_RB, True, kind, mask, grad)
     idx = _ranges(off, sizes, (K.COL_R, K.COL_RB), 3)
     num = _numeric_grad(
@@ -237,13 +241,16 @@ def test_discriminative_gradient_by_finite_differences(kind, dropout, mirror):
     T /= T.sum(1, keepdims=True)
     wrow = rng.random(n)
     act, P = np.zeros(n * hcum[-1]), np.zeros((n, C))
-    K.forward_net(X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
-    K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
+    from_python(K.forward_net)(
+        X, theta, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask, 1.0, act)
+    from_python(K.joint_proba)(act, n, theta, off, sizes, hcum, C, P)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
     mt = _mirror(theta, off, sizes, C, mirror)
-    G.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, kind, mask, delta,
+    from_python(G.discriminative_delta)(
+        act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, kind, mask, delta,
                            grad)
-    G.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
+    from_python(G.net_backward)(
+        X, act, delta, theta, mt, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
                    grad)
     L = len(sizes) - 1
     idx = np.concatenate([_ranges(off, sizes, (K.COL_R, K.COL_RB, K.COL_U), C),
@@ -264,13 +271,16 @@ def test_encoder_backward_uses_the_chosen_columns(mirror):
     wrow = np.ones(n)
     act, P = np.zeros(n * hcum[-1]), np.zeros((n, C))
     empty = np.zeros(0)
-    K.forward_net(X, theta, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID, empty, 1.0, act)
-    K.joint_proba(act, n, theta, off, sizes, hcum, C, P)
+    from_python(K.forward_net)(
+        X, theta, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID, empty, 1.0, act)
+    from_python(K.joint_proba)(act, n, theta, off, sizes, hcum, C, P)
     delta, grad = np.zeros_like(act), np.zeros_like(theta)
     mt = _mirror(theta, off, sizes, C, mirror)
-    G.discriminative_delta(act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, K.SIGMOID, empty,
+    from_python(G.discriminative_delta)(
+        act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, K.SIGMOID, empty,
                            delta, grad)
-    G.net_backward(X, act, delta, theta, mt, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
+    from_python(G.net_backward)(
+        X, act, delta, theta, mt, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
                    empty, grad)
 
     def loss(t):

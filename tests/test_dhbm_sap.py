@@ -9,6 +9,7 @@ import pytest
 from river_dhbm import DHBM
 from river_dhbm._kernels import dhbm_phases
 from river_dhbm._kernels import network as kernels
+from kernel_calls import from_python
 
 
 def _batches(n=60, d=10, seed=0):
@@ -68,8 +69,10 @@ def test_several_sweeps_move_the_particles_and_count_the_last():
     draws = np.random.default_rng(99)
     noise_h, noise_v = draws.random(2 * M * A), draws.random(2 * (M * D + M))
     scratch, mirror = np.zeros_like(one._theta), one._work["mirror"]
-    kernels.transpose_weights(one._theta, one._off, one._sizes, len(one.classes_), mirror)
-    dhbm_phases.sap_sweep(one._part_x, one._part_h, one._part_y, one._empty, noise_h[: M * A],
+    from_python(kernels.transpose_weights)(
+        one._theta, one._off, one._sizes, len(one.classes_), mirror)
+    from_python(dhbm_phases.sap_sweep)(
+        one._part_x, one._part_h, one._part_y, one._empty, noise_h[: M * A],
                           noise_v[: M * D + M], 0.0, one._theta, mirror, scratch, one._off,
                           one._sizes, one._hcum, len(one.classes_), one._kind,
                           one._work["zbuf"])

@@ -12,6 +12,7 @@ import reference_dhda as ref
 from river_dhbm._kernels import dhda as dhda_kernels
 from river_dhbm._kernels import network as kernels
 from river_dhbm.dhda import DHDA
+from kernel_calls import from_python
 
 KEYS = ("W", "b", "U", "R", "rb")
 COLS = {"W": kernels.COL_W, "b": kernels.COL_B, "U": kernels.COL_U, "R": kernels.COL_R,
@@ -105,7 +106,7 @@ def _kernel_step(net, X, y, kind, loss, mf_steps, lr, alpha, beta, disc, hard, m
     theta = net.theta.copy() if theta is None else theta
     upper_lr = lr if upper_lr is None else upper_lr
     dec = kernels.SIGMOID if loss == "ce" else KINDS[kind]
-    dhda_kernels.dhda_step(
+    from_python(dhda_kernels.dhda_step)(
         X, y, theta, np.zeros_like(theta), net.off, net.sizes, net.hcum, net.C,
         KINDS[kind], dec, loss == "mse", mf_steps, lr, upper_lr, alpha, beta, disc, hard,
         m_flat, k_flat, np.zeros(0), 1,
@@ -259,11 +260,11 @@ def test_new_class_adds_zero_label_columns():
     model = DHDA(hidden_sizes=(4, 3), batch_size=2, seed=0)
     model.learn_one({"a": 1.0, "b": 0.0}, "x")
     model.learn_one({"a": 0.0, "b": 1.0}, "y")
-    U = [kernels.label_weights(model._theta, model._off, model._sizes, l, 2).copy()
+    U = [from_python(kernels.label_weights)(model._theta, model._off, model._sizes, l, 2).copy()
          for l in range(2)]
     model.learn_one({"a": 0.5, "b": 0.5}, "z")
     for l in range(2):
-        U3 = kernels.label_weights(model._theta, model._off, model._sizes, l, 3)
+        U3 = from_python(kernels.label_weights)(model._theta, model._off, model._sizes, l, 3)
         np.testing.assert_array_equal(U3[:, :2], U[l])
         np.testing.assert_array_equal(U3[:, 2], 0.0)
 
@@ -299,8 +300,8 @@ def test_recognition_network_starts_as_a_copy_of_the_model():
     model = DHDA(hidden_sizes=(6, 5), init="glorot", seed=0)
     model.learn_one({i: 0.0 for i in range(4)})
     for l in range(2):
-        W = kernels.matrix(model._theta, model._off, model._sizes, l, kernels.COL_W)
-        R = kernels.matrix(model._theta, model._off, model._sizes, l, kernels.COL_R)
+        W = from_python(kernels.matrix)(model._theta, model._off, model._sizes, l, kernels.COL_W)
+        R = from_python(kernels.matrix)(model._theta, model._off, model._sizes, l, kernels.COL_R)
         np.testing.assert_array_equal(W, R)
         assert np.abs(W).max() <= np.sqrt(6 / (model._sizes[l] + model._sizes[l + 1]))
     assert np.count_nonzero(model._theta) == 2 * (4 * 6 + 6 * 5)
@@ -336,8 +337,9 @@ def test_slow_upper_layers_scale_the_step_of_the_layers_above_the_first():
     for l, factor in ((0, 1.0), (1, DHDA.UPPER_INIT), (2, DHDA.UPPER_INIT)):
         for col in (kernels.COL_W, kernels.COL_R):
             np.testing.assert_allclose(
-                kernels.matrix(small._theta, small._off, small._sizes, l, col),
-                factor * kernels.matrix(glorot._theta, glorot._off, glorot._sizes, l, col),
+                from_python(kernels.matrix)(small._theta, small._off, small._sizes, l, col),
+                factor * from_python(kernels.matrix)(
+                    glorot._theta, glorot._off, glorot._sizes, l, col),
                 rtol=1e-15)
 
 
@@ -363,7 +365,8 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
     expected, expected_moments = theta.copy(), moments.copy()
     for s in range(steps):
         rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
-        dhda_kernels.dhda_step(X[rows], y[rows].copy(), expected, np.zeros_like(expected), *args,
+        from_python(dhda_kernels.dhda_step)(
+            X[rows], y[rows].copy(), expected, np.zeros_like(expected), *args,
                                expected_moments, 4 + s)
     assert not np.allclose(got, theta)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)

@@ -12,6 +12,7 @@ import reference_dhda as ref
 from river_dhbm._kernels import hsda as hsda_kernels
 from river_dhbm._kernels import network as kernels
 from river_dhbm.hsda import HSDA
+from kernel_calls import from_python
 
 
 # kernel kinds by the references' names ("bounded_relu": the hybrid models' "relu")
@@ -251,9 +252,11 @@ def test_new_class_grows_every_layer():
     before = [model._theta[model._bases[l] : model._bases[l + 1]].copy() for l in range(2)]
     model.learn_one({"a": 0.5, "b": 0.5}, "z")
     for l in range(2):
-        old = kernels.label_weights(before[l], kernels.param_layout(model._sizes[l : l + 2], 2),
+        old = from_python(kernels.label_weights)(
+            before[l], kernels.param_layout(model._sizes[l : l + 2], 2),
                                     model._sizes[l : l + 2], 0, 2)
-        new = kernels.label_weights(model._theta[model._bases[l] : model._bases[l + 1]],
+        new = from_python(kernels.label_weights)(
+            model._theta[model._bases[l] : model._bases[l + 1]],
                                     model._offs[l], model._sizes[l : l + 2], 0, 3)
         np.testing.assert_array_equal(new[:, :2], old)
         np.testing.assert_array_equal(new[:, 2], 0.0)
@@ -288,7 +291,8 @@ def test_initial_weights():
     nonzero = 0
     for l in range(2):
         t = model._theta[model._bases[l] : model._bases[l + 1]]
-        W = kernels.matrix(t, model._offs[l], model._sizes[l : l + 2], 0, kernels.COL_W)
+        W = from_python(kernels.matrix)(
+            t, model._offs[l], model._sizes[l : l + 2], 0, kernels.COL_W)
         assert np.abs(W).max() <= np.sqrt(6 / (model._sizes[l] + model._sizes[l + 1]))
         nonzero += np.count_nonzero(W)
     assert np.count_nonzero(model._theta) == nonzero == 4 * 6 + 6 * 5

@@ -16,6 +16,7 @@ from numba.core import config
 
 import river_dhbm
 from river_dhbm._kernels import blas, build
+from kernel_calls import from_python
 
 pytestmark = pytest.mark.skipif(config.DISABLE_JIT, reason="compiled kernels only")
 
@@ -68,10 +69,10 @@ def test_plain_product_matches_numpy(dtype, trans_a, trans_b):
     B = rng.standard_normal((3, 4) if trans_b else (4, 3)).astype(dtype)
     C = rng.standard_normal((5, 3)).astype(dtype)
     want = 0.5 * (A.T if trans_a else A) @ (B.T if trans_b else B) + 2.0 * C
-    blas._gemm_plain(A, B, C, 0.5, 2.0, trans_a, trans_b)
+    from_python(blas._gemm_plain)(A, B, C, 0.5, 2.0, trans_a, trans_b)
     np.testing.assert_allclose(C, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
     D = np.full((5, 3), np.nan, dtype)  # beta 0: the old values are ignored, NaN included
-    blas._gemm_plain(A, B, D, 1.0, 0.0, trans_a, trans_b)
+    from_python(blas._gemm_plain)(A, B, D, 1.0, 0.0, trans_a, trans_b)
     np.testing.assert_allclose(D, (A.T if trans_a else A) @ (B.T if trans_b else B),
                                rtol=1e-5 if dtype == np.float32 else 1e-12)
 

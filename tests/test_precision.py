@@ -10,6 +10,7 @@ from numba.core.errors import TypingError
 from river_dhbm import DHBM, DHDA
 from river_dhbm._kernels import network as kernels
 from river_dhbm._kernels.blas import gemm
+from kernel_calls import from_python
 
 
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True)])
@@ -19,14 +20,15 @@ def test_gemm_in_single_precision(trans_a, trans_b):
     B = rng.normal(size=(3, 5) if trans_b else (5, 3)).astype(np.float32)
     C = rng.normal(size=(7, 3)).astype(np.float32)
     expected = -1.5 * (A.T if trans_a else A).astype(float) @ (B.T if trans_b else B) + 0.5 * C
-    gemm(A, B, C, -1.5, 0.5, trans_a, trans_b)
+    from_python(gemm)(A, B, C, -1.5, 0.5, trans_a, trans_b)
     assert C.dtype == np.float32
     np.testing.assert_allclose(C, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_gemm_refuses_mixed_precision():
     with pytest.raises(TypingError, match="all float64 or all float32"):
-        gemm(np.ones((2, 2), np.float32), np.ones((2, 2)), np.zeros((2, 2)), 1.0, 0.0, False,
+        from_python(gemm)(
+            np.ones((2, 2), np.float32), np.ones((2, 2)), np.zeros((2, 2)), 1.0, 0.0, False,
              False)
 
 

@@ -12,6 +12,7 @@ import reference_mlp as ref
 from river_dhbm._kernels import network as kernels
 from river_dhbm._kernels import mlp as mlp_kernels
 from river_dhbm.pseudo_label import PseudoLabelMLP
+from kernel_calls import from_python
 
 ACT = kernels.ACTIVATIONS
 
@@ -52,7 +53,7 @@ class Net:
     def update(self, X, y, activation, mask, keep, lr, beta, theta=None, upper_lr=None):
         theta = self.theta.copy() if theta is None else theta
         upper_lr = lr if upper_lr is None else upper_lr
-        mlp_kernels.mlp_step(X, y, theta, self.off, self.sizes, self.hcum, self.C,
+        from_python(mlp_kernels.mlp_step)(X, y, theta, self.off, self.sizes, self.hcum, self.C,
                              ACT[activation], mask, keep, lr, upper_lr, beta,
                              np.zeros_like(theta), np.zeros(0), 1)
         return theta
@@ -153,7 +154,8 @@ def test_pseudo_labels_are_the_prediction_mode_argmax():
     steps = []
     for labels in (np.full(10, -1, dtype=np.int64), predicted):
         theta = model._theta.copy()
-        mlp_kernels.mlp_step(Xb, labels, theta, model._off, model._sizes, model._hcum, 3,
+        from_python(mlp_kernels.mlp_step)(
+            Xb, labels, theta, model._off, model._sizes, model._hcum, 3,
                              model._kind, mask, 0.5, 0.05, 0.05, 1.0, np.zeros_like(theta),
                              np.zeros(0), 1)
         steps.append(theta)
@@ -231,9 +233,9 @@ def test_new_class_adds_a_zero_output_column():
     model = PseudoLabelMLP(hidden_sizes=(4,), batch_size=2, seed=0)
     model.learn_one({"a": 1.0}, "x")
     model.learn_one({"a": 0.0}, "y")
-    U = kernels.label_weights(model._theta, model._off, model._sizes, 0, 2).copy()
+    U = from_python(kernels.label_weights)(model._theta, model._off, model._sizes, 0, 2).copy()
     model.learn_one({"a": 0.5}, "z")
-    U3 = kernels.label_weights(model._theta, model._off, model._sizes, 0, 3)
+    U3 = from_python(kernels.label_weights)(model._theta, model._off, model._sizes, 0, 3)
     np.testing.assert_array_equal(U3[:, :2], U)
     np.testing.assert_array_equal(U3[:, 2], 0.0)
     assert set(model.predict_proba_one({"a": 0.2})) == {"x", "y", "z"}
@@ -315,16 +317,16 @@ def test_initial_weights():
     inside [0, 1]^D)."""
     model = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, init="glorot", seed=0)
     model.learn_one({i: 0.0 for i in range(10)})
-    W0 = kernels.matrix(model._theta, model._off, model._sizes, 0, kernels.COL_W)
-    W1 = kernels.matrix(model._theta, model._off, model._sizes, 1, kernels.COL_W)
+    W0 = from_python(kernels.matrix)(model._theta, model._off, model._sizes, 0, kernels.COL_W)
+    W1 = from_python(kernels.matrix)(model._theta, model._off, model._sizes, 1, kernels.COL_W)
     assert 0.8 * np.sqrt(6 / 40) < np.abs(W0).max() <= np.sqrt(6 / 40)
     assert 0.8 * np.sqrt(6 / 50) < np.abs(W1).max() <= np.sqrt(6 / 50)
     assert np.count_nonzero(model._theta) == W0.size + W1.size
     centred = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, seed=0)
     centred.learn_one({i: 0.0 for i in range(10)})
-    C0 = kernels.matrix(centred._theta, centred._off, centred._sizes, 0, kernels.COL_W)
+    C0 = from_python(kernels.matrix)(centred._theta, centred._off, centred._sizes, 0, kernels.COL_W)
     np.testing.assert_allclose(C0, PseudoLabelMLP.INIT_SCALE * W0)
-    b = kernels.vector(centred._theta, centred._off, centred._sizes, 0, kernels.COL_B)
+    b = from_python(kernels.vector)(centred._theta, centred._off, centred._sizes, 0, kernels.COL_B)
     assert ((b + np.minimum(C0, 0).sum(axis=0)) <= 0).all()
     assert ((b + np.maximum(C0, 0).sum(axis=0)) >= 0).all()
 
@@ -339,13 +341,14 @@ def test_deep_identity_starts_upper_layers_at_the_identity():
     plain = PseudoLabelMLP(hidden_sizes=(30, 30, 40), deep_identity=False, batch_size=10, seed=0)
     for m in (deep, one, plain):
         m.learn_one(dict(enumerate(X[0])))
-    W0 = kernels.matrix(deep._theta, deep._off, deep._sizes, 0, kernels.COL_W)
-    W1 = kernels.matrix(deep._theta, deep._off, deep._sizes, 1, kernels.COL_W)
-    W2 = kernels.matrix(deep._theta, deep._off, deep._sizes, 2, kernels.COL_W)
-    np.testing.assert_array_equal(W0, kernels.matrix(one._theta, one._off, one._sizes, 0, 0))
+    W0 = from_python(kernels.matrix)(deep._theta, deep._off, deep._sizes, 0, kernels.COL_W)
+    W1 = from_python(kernels.matrix)(deep._theta, deep._off, deep._sizes, 1, kernels.COL_W)
+    W2 = from_python(kernels.matrix)(deep._theta, deep._off, deep._sizes, 2, kernels.COL_W)
+    np.testing.assert_array_equal(W0, from_python(kernels.matrix)(
+        one._theta, one._off, one._sizes, 0, 0))
     np.testing.assert_array_equal(W1, np.eye(30))
     np.testing.assert_array_equal(W2[:, :30], np.eye(30))
-    W2p = kernels.matrix(plain._theta, plain._off, plain._sizes, 2, kernels.COL_W)
+    W2p = from_python(kernels.matrix)(plain._theta, plain._off, plain._sizes, 2, kernels.COL_W)
     np.testing.assert_array_equal(W2[:, 30:], W2p[:, 30:])
     assert deep._upper_lr() == PseudoLabelMLP.UPPER_STEP * deep.learning_rate
     assert plain._upper_lr() == plain.learning_rate
@@ -370,7 +373,8 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
     expected, expected_m = model._theta.copy(), moments.copy()
     for s in range(steps):
         rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
-        mlp_kernels.mlp_step(X[rows], y[rows], expected, *args, np.zeros_like(expected),
+        from_python(mlp_kernels.mlp_step)(
+            X[rows], y[rows], expected, *args, np.zeros_like(expected),
                              expected_m, 4 + s)
     assert not np.allclose(got, model._theta)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)

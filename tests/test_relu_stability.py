@@ -12,6 +12,7 @@ import pytest
 import streams
 from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP
 from river_dhbm._kernels import network as kernels
+from kernel_calls import from_python
 
 DEEP = (24, 24, 24, 24)
 
@@ -58,10 +59,11 @@ def test_hybrid_relu_is_bounded(model):
 
 def test_bounded_relu_and_its_derivative():
     z = [-2.0, 0.0, 0.3, 1.0, 7.0]
-    assert [kernels.activate(v, kernels.BOUNDED_RELU) for v in z] == [0.0, 0.0, 0.3, 1.0, 1.0]
-    assert [kernels.activate(v, kernels.RELU) for v in z] == [0.0, 0.0, 0.3, 1.0, 7.0]
+    assert [from_python(kernels.activate)(
+        v, kernels.BOUNDED_RELU) for v in z] == [0.0, 0.0, 0.3, 1.0, 1.0]
+    assert [from_python(kernels.activate)(v, kernels.RELU) for v in z] == [0.0, 0.0, 0.3, 1.0, 7.0]
     a = [0.0, 0.3, 1.0]
-    assert [kernels.derivative(v, kernels.BOUNDED_RELU) for v in a] == [0.0, 1.0, 0.0]
+    assert [from_python(kernels.derivative)(v, kernels.BOUNDED_RELU) for v in a] == [0.0, 1.0, 0.0]
 
 
 def test_the_mlp_keeps_the_plain_rectifier():

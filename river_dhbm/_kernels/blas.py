@@ -18,7 +18,7 @@ from numba import njit, types
 from numba.core import cgutils, errors
 from numba.extending import intrinsic, overload
 
-from river_dhbm._kernels.build import NATIVE
+from river_dhbm._kernels.build import INNER, NATIVE
 
 _NO_TRANSPOSE, _TRANSPOSE = ord("n"), ord("t")
 
@@ -99,7 +99,7 @@ def _call_dgemm(A, B, C, alpha, beta, trans_a, trans_b, k):
         raise RuntimeError("gemm: SciPy's BLAS gemm could not be called")
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def gemm(A, B, C, alpha, beta, trans_a, trans_b):
     """`C [m, n] = alpha * op(A) @ op(B) + beta * C` for 2-d arrays all float64 or all float32
     (`dgemm` or `sgemm`; mixed dtypes do not compile), `op(A)` being
@@ -157,7 +157,7 @@ def _product_for_layouts(A, B, C, alpha, beta, trans_a, trans_b, k):
     return checked
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _gemm_copies(A, B, C, alpha, beta, trans_a, trans_b, k):
     """`gemm` with C-contiguous copies of `A` and `B`, kept alive until BLAS returns."""
     A2 = np.ascontiguousarray(A)
@@ -171,7 +171,7 @@ def _keep_alive(*arrays):
     pass
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _gemm_plain(A, B, C, alpha, beta, trans_a, trans_b):
     """`gemm`'s product with Numba's public `np.dot` (which allocates the product), then
     `C = alpha * product + beta * C` in a loop; shapes are checked by `gemm`."""

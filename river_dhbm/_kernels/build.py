@@ -22,7 +22,11 @@ import hashlib
 import os
 import pathlib
 
-__all__ = ["NATIVE", "cache_dir", "caching_here"]
+__all__ = ["INNER", "NATIVE", "cache_dir", "caching_here"]
+
+#: Options of the kernels only other kernels call: no Python or C entry point to compile (a
+#: fifth of a model's first use). Tests call them through `tests/kernel_calls.py`.
+INNER = dict(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 _HERE = pathlib.Path(__file__).resolve().parent
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from river_dhbm._kernels.build import INNER
+
 from river_dhbm._kernels.dhbm_phases import (
     add_phase,
     mean_field_sweep,
@@ -141,7 +143,7 @@ def _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimato
                 y[r] = ys[r]
 
 
-@njit(**_JIT)
+@njit(**_JIT, **INNER)
 def _first_predictions(P, C, n, first_pred):
     """`first_pred[r]` = the first largest of `P`'s flat row `r`, for the first `n` rows
     (none when `first_pred` is empty or there is no class yet)."""
@@ -284,7 +286,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
             predicted[b * n + r] = first_pred[r]
 
 
-@njit(**_JIT)
+@njit(**_JIT, **INNER)
 def adam_step(theta, grad, moments, lr, step):
     """Adam (Kingma & Ba, 2015; `gradients.adam_direction`) on the flat buffer: `theta -= lr *
     direction`, then zero `grad`. `moments [2 * size]`: first moments, then second moments."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from river_dhbm._kernels.build import INNER
+
 from river_dhbm._kernels.blas import gemm
 from river_dhbm._kernels.replay import step_rows
 from river_dhbm._kernels.gradients import (
@@ -55,7 +57,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, theta_t, off, sizes, hcum, n_classes, kind,
                xhat, below_hat, above_hat, zbuf):
     """One bottom-up (Gauss-Seidel) sweep of the corrupted encoders (paper eqs. 12-13):
@@ -99,7 +101,7 @@ def dhda_sweep(X, mu, kappa_x, kappa_h, mask, theta, theta_t, off, sizes, hcum, 
                 hat[r, j] = a * k[r, j] if corrupt else a
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def reconstruction_delta(mu, X, wrow, theta, theta_t, off, sizes, hcum, kind, dec_kind, mse,
                          mask, in_mask, grad, delta):
     """Reconstruction terms of the loss: layer `l` decodes its clean input through its tied
@@ -161,7 +163,7 @@ def reconstruction_delta(mu, X, wrow, theta, theta_t, off, sizes, hcum, kind, de
                 Dl[r, j] += g
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, grad):
     """Encoder gradients from the pre-activation `delta` of each layer (flat like the
     activities), with the sweep's corrupted inputs held fixed: `W^l += hat(below)^T delta^l`,
@@ -201,7 +203,7 @@ def dhda_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, 
                   lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments, step + s)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: typed there, optimised once
 def dhda_step(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, mse, mf_steps,
               lr, upper_lr, alpha, beta, disc_weight, hard, mask, kappa, moments, step):
     """One learning step of the DHDA on a mixed mini-batch (paper Algorithms 1 and 3), in place.
@@ -289,7 +291,7 @@ def dhda_step(X, y, theta, grad, off, sizes, hcum, n_classes, kind, dec_kind, ms
     sgd_step(theta, grad, lr)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: typed there, optimised once
 def scale_upper_layers(grad, off, sizes, n_classes, ratio):
     """Multiply the entries of every layer above the first (`W^l, b^l, U^l, R^l, r^l`, layers
     `l >= 1` in code) by `ratio`, in place; the first layer, `c` and `d` keep theirs."""

@@ -1,11 +1,13 @@
 """The HSDA's learning step and prediction (the DHDA's layer-wise predecessor), each ONE Numba
-call per mini-batch. Layouts follow `river_dhbm._kernels.network`; the layer blocks are described below.
+call per mini-batch. Layouts follow `network`; the layer blocks are described below.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from river_dhbm._kernels.build import INNER
 
 from river_dhbm._kernels.dhda import dhda_sweep, encoder_backward, reconstruction_delta
 from river_dhbm._kernels.gradients import (
@@ -30,7 +32,7 @@ from river_dhbm._kernels.network import (
 # with offsets table `offs[l]`.
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def _sub(sizes, l):
     """`(sizes of layer l's own net, its hidden offsets)`."""
     sub = sizes[l : l + 2]
@@ -39,7 +41,7 @@ def _sub(sizes, l):
     return sub, hc
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def hsda_forward(X, theta, bases, offs, sizes, hcum, n_classes, kind, mask, scale, lw, act, P):
     """Clean bottom-up pass of the stack and its ensemble prediction.
 

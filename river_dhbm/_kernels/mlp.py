@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from river_dhbm._kernels.build import INNER
+
 from river_dhbm._kernels.replay import step_rows
 from river_dhbm._kernels.gradients import (
     adam_direction,
@@ -31,7 +33,7 @@ from river_dhbm._kernels.network import (
 __all__ = ["mlp_proba", "mlp_step", "mlp_update", "top_proba", "top_softmax_delta"]
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def top_proba(act, n, theta, off, sizes, hcum, n_classes, P):
     """`P [n, C] = softmax(h^L @ U^L + d)`: the MLP's output from its top hidden layer."""
     L = sizes.shape[0] - 1
@@ -50,7 +52,7 @@ def top_proba(act, n, theta, off, sizes, hcum, n_classes, P):
     softmax_rows(P)
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def top_softmax_delta(act, n, P, target, wrow, theta, off, sizes, hcum, n_classes, kind, mask,
                       delta, grad):
     """Gradient of `sum_r wrow[r] * -log P[r, target[r]]` for the output of `top_proba`.
@@ -121,7 +123,7 @@ def mlp_update(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, u
     return first
 
 
-@njit(cache=True)
+@njit(cache=True, **INNER)
 def mlp_step(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, upper_lr, beta,
              grad, moments, step):
     """One gradient step on `CE(labeled) + beta * CE(pseudo-labeled)`, in place on `theta`

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from numba import njit
 
+from river_dhbm._kernels.build import INNER
+
 from river_dhbm._kernels.network import _JIT
 
 
-@njit(**_JIT)
+@njit(**_JIT, **INNER)
 def _copy_row(src, i, dst, j):
     """`dst[j] = src[i]` in a loop (a slice assignment compiles its error paths too: seconds
     of a model's first use)."""
@@ -19,7 +21,7 @@ def _copy_row(src, i, dst, j):
         dst[j, c] = src[i, c]
 
 
-@njit(**_JIT)
+@njit(**_JIT, **INNER)
 def step_rows(X, y, n, s, steps, xs, ys):
     """The rows step `s` of an update learns, into `xs [n + R, d]` and `ys [n + R]`: the
     mini-batch (the first `n` rows of `X, y`), then its own `R` replayed rows
