@@ -34,7 +34,8 @@ import numpy as np
 from . import registry
 from .arguments import floats, names, positive_int
 
-__all__ = ["PEERS", "STREAMS", "add_parser", "check", "command", "load_stream", "make_learner", "run", "run_one"]
+__all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
+           "run", "run_one"]
 
 #: The development suite's streams (the ones we tune on).
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
@@ -267,8 +268,8 @@ def plot(runs, path: Path) -> None:
 # ---------------------------------------------------------------------------------- CLI
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("suite", help="the development suite: dict API, whole-stream accuracy")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of the `suite` subcommand (its command: `command`), on its parser `p`."""
     p.add_argument("--streams", type=names, default=None,
                    help=f"comma-separated streams (default: {','.join(STREAMS)}, mnist only "
                    "with --mnist)")
@@ -287,7 +288,6 @@ def add_parser(sub) -> None:
                    "labels 100 %%, 10 %% and 1 %%, the hybrids, their ablations and three "
                    "of River's peers (under a minute with --jobs 2)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
 
 
 def command(args) -> int:

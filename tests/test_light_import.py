@@ -18,7 +18,8 @@ HEAVY = ("matplotlib", "tqdm", "pandas", "scipy.stats")
 
 def _env() -> dict:
     # the worktree first, whatever an editable install points at
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path}
 
 
 def _modules_after(code: str) -> set[str]:
@@ -54,3 +55,14 @@ def test_streams_names_are_all_there():
     assert all(getattr(streams, name).__name__ == name for name in streams.__all__)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         streams.Nope  # noqa: B018
+
+
+def test_top_level_help_imports_no_subcommand():
+    # `-X importtime` lists every module the process imported, on stderr
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "evaluation", "--help"],
+                          env=_env(), capture_output=True, text=True, check=True)
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+              if line.startswith("import time:")}
+    assert "evaluation.cli" in loaded and "usage: python -m evaluation" in done.stdout
+    assert not loaded & {*HEAVY, "river.metrics", "evaluation.suite", "evaluation.mnist"}, (
+        sorted(loaded & {*HEAVY, "river.metrics", "evaluation.suite", "evaluation.mnist"}))
