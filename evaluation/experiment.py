@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import registry
+from . import progress, registry
 from .files import atomic_write, atomic_write_all, check_writable  # noqa: F401 (old home)
 from .prequential import prequential
 
@@ -116,34 +116,33 @@ def _run_in_worker(trial: Trial, index: int) -> dict:
 
 
 class _Bars:
-    """An overall bar (instances) and one bar per running trial; no-op when quiet."""
+    """An overall bar (instances) and, on a terminal, one bar per running trial; no-op when
+    quiet (`evaluation.progress` draws bars or writes lines)."""
 
     def __init__(self, trials, quiet: bool):
         self.trials, self.quiet = trials, quiet
         self.per_trial: dict[int, object] = {}
-        if not quiet:
-            from tqdm.auto import tqdm
-
-            self._tqdm = tqdm
-            self.total = tqdm(
-                total=sum(t.instances for t in trials), desc="all trials", unit="inst",
-                unit_scale=True, position=0, dynamic_ncols=True,
-            )
+        self.nested = not quiet and progress.interactive()  # a log gets the overall lines only
+        self.total = progress.bar(sum(t.instances for t in trials), "all trials", unit="inst",
+                                  quiet=quiet, unit_scale=True, position=0, dynamic_ncols=True)
 
     def update(self, index: int, n: int) -> None:
         if self.quiet:
             return
         bar = self.per_trial.get(index)
-        if bar is None:
+        if bar is None and self.nested:
+            from tqdm.auto import tqdm
+
             t = self.trials[index]
             used = {b.pos for b in self.per_trial.values()}
             line = next(k for k in range(1, len(used) + 2) if k not in used and -k not in used)
-            bar = self._tqdm(
+            bar = tqdm(
                 total=t.instances, desc=f"{t.stream} {t.model} #{t.trial}", unit="inst",
                 unit_scale=True, leave=False, position=line, dynamic_ncols=True,
             )
             self.per_trial[index] = bar
-        bar.update(n)
+        if bar is not None:
+            bar.update(n)
         self.total.update(n)
 
     def done(self, index: int) -> None:
@@ -152,10 +151,9 @@ class _Bars:
             bar.close()
 
     def close(self) -> None:
-        if not self.quiet:
-            for index in list(self.per_trial):
-                self.done(index)
-            self.total.close()
+        for index in list(self.per_trial):
+            self.done(index)
+        self.total.close()
 
 
 def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool = False) -> list:

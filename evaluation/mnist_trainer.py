@@ -14,7 +14,6 @@ import copy
 import dataclasses
 import itertools
 import os
-import sys
 import time
 
 import numpy as np
@@ -271,10 +270,9 @@ class _Progress:
         self.names = list(names)
         self.errors: dict = {}
         if not quiet:
-            from tqdm.auto import tqdm
+            from . import progress
 
-            self.bar = tqdm(total=total, desc=desc, unit="upd", unit_scale=True,
-                            dynamic_ncols=True, file=sys.stderr)
+            self.bar = progress.bar(total, desc, unit="upd", unit_scale=True, dynamic_ncols=True)
 
     def update(self, n: int, error: float | None = None, index: int = 0) -> None:
         if self.bar is None:

@@ -195,11 +195,12 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
         jobs=1, progress=True):
     """Every (stream, label ratio, model, seed) run; returns a DataFrame of their accuracies."""
     import pandas as pd
-    from tqdm import tqdm
+
+    from .progress import bar as progress_bar
 
     tasks = [(s, r, m, seed, instances, mnist) for s in streams for seed in seeds
              for r in label_ratios for m in models]
-    bar = tqdm(total=len(tasks), desc="suite", disable=not progress)
+    bar = progress_bar(len(tasks), "suite", unit="run", quiet=not progress)
     rows = []
     if jobs == 1:
         for t in tasks:

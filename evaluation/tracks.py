@@ -215,10 +215,10 @@ def plan(args) -> list[Run]:
 
 def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
     """Every run's checkpoints in one table, in the order of `runs`, on `jobs` processes."""
-    from tqdm.auto import tqdm
+    from . import progress
 
     results: list = [None] * len(runs)
-    with tqdm(total=len(runs), desc="tracks", unit="run", disable=quiet) as bar:
+    with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar:
         if jobs <= 1:
             for i, r in enumerate(runs):
                 bar.set_postfix_str(f"{r.dataset} {r.model}")
