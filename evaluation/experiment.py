@@ -14,6 +14,7 @@ import pandas as pd
 
 from . import progress, registry
 from .files import atomic_write, atomic_write_all, check_writable  # noqa: F401 (old home)
+from .curve import _Curve
 from .prequential import prequential
 
 __all__ = [
@@ -179,9 +180,27 @@ def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool 
         bars.close()
 
 
+def _warm_up(trials) -> None:
+    """Compile each of this project's models the trials run, here, once (`warmup.warm_up`)."""
+    from .warmup import warm_up
+
+    kinds = {}
+    for t in trials:
+        if registry.split_ablation(t.model)[0] in registry.MODELS:  # no other library's
+            key = (t.stream, t.model, t.preset, t.batch_size, repr(sorted(t.params.items())))
+            kinds.setdefault(key, t)
+    built = [t.build() for t in kinds.values()]
+    for dataset, _ in built:  # the streams' own kernels, and the curve's
+        X, y, _ = next(dataset.iter_arrays(100))
+        _Curve(len(y), len(y), 0.995).fold(np.ones(len(y)))
+    warm_up(((model, dataset.n_features) for dataset, model in built), arrays=True)
+
+
 def _run_processes(trials, jobs, bars) -> list:
     import multiprocessing as mp
     import queue as queue_module
+
+    _warm_up(trials)
 
     # Workers fork from a server that imported this module once: cheap to start, and no
     # threads of this process (progress bars) are copied into them.

@@ -209,6 +209,11 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
     else:
         from concurrent.futures import ProcessPoolExecutor
 
+        from .warmup import warm_up
+
+        # compile once here (the streams' kernels too), the workers load Numba's cache
+        widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
+        warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in models))
         with ProcessPoolExecutor(jobs) as pool:
             for r in pool.map(_task, tasks):
                 rows.append(r)

@@ -227,6 +227,12 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
         else:
             import multiprocessing as mp
 
+            from .warmup import warm_up
+
+            # compile once here, the workers load Numba's cache
+            firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
+            warm_up((make_model(r.model, _Rows(make_dataset(r.dataset)), r.seed, r.label_ratio),
+                     make_dataset(r.dataset).n_features) for r in firsts)
             context = mp.get_context("forkserver")
             with futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
                 pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
