@@ -17,8 +17,11 @@ Settings come from the TOML files in `evaluation/configs/` (one per figure row o
 flags override them. `--jobs N` runs trials in N local processes, `--scheduler ADDRESS` on a
 `dask.distributed` cluster whose workers have this package installed; results are the same.
 
-Each subcommand is a `_add_<name>` function (its flags) plus a `_cmd_<name>` function (what it
-does); bad arguments end in one `error: ...` line on stderr and exit code 2.
+Each subcommand is a line in `SUBCOMMANDS`: its one-line help and the function that adds its
+flags (`_add_<name>` here, or its module's `add_arguments`), called only for the subcommand
+chosen, so that `--help` imports none of them; `_cmd_<name>` (or the module) runs it. Bad
+arguments end in one `error: ...` line on stderr and exit code 2. The `river-dhbm` console
+script is `main` under its own name (`evaluation.__main__`).
 """
 
 from __future__ import annotations
