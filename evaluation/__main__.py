@@ -1,12 +1,18 @@
-"""`python -m evaluation ...` (see `evaluation.cli`); the `river-dhbm` script calls `main`."""
+"""`python -m evaluation ...` and the `river-dhbm` console script (see `evaluation.cli`)."""
 
 from __future__ import annotations
 
 import sys
 
-from evaluation.cli import main
+from evaluation import cli
 
 __all__ = ["main"]
 
+
+def main(argv: list[str] | None = None) -> int:
+    """The `river-dhbm` console script: the command line under its own name."""
+    return cli.main(argv, prog="river-dhbm")
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.main(prog="python -m evaluation"))

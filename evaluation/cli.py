@@ -17,8 +17,11 @@ Settings come from the TOML files in `evaluation/configs/` (one per figure row o
 flags override them. `--jobs N` runs trials in N local processes, `--scheduler ADDRESS` on a
 `dask.distributed` cluster whose workers have this package installed; results are the same.
 
-Each subcommand is a `_add_<name>` function (its flags) plus a `_cmd_<name>` function (what it
-does); bad arguments end in one `error: ...` line on stderr and exit code 2.
+Each subcommand is a line in `SUBCOMMANDS`: its one-line help and the function that adds its
+flags (`_add_<name>` here, or its module's `add_arguments`), called only for the subcommand
+chosen, so that `--help` imports none of them; `_cmd_<name>` (or the module) runs it. Bad
+arguments end in one `error: ...` line on stderr and exit code 2. The `river-dhbm` console
+script is `main` under its own name (`evaluation.__main__`).
 """
 
 from __future__ import annotations
@@ -88,27 +91,22 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
                        help="comma-separated streams instead of the config's")
 
 
-def _add_reproduce(sub) -> None:
-    p = sub.add_parser(
-        "reproduce", help="the paper's online experiment (figure 3)",
-        description="Reproduce figure 3 of the paper: LED and Waveform, 10 %% labels, PL-MLP, "
-        "DHBM-MF, DHBM-SAP and DHDA, 10 trials of 1,000,000 instances (configs "
-        + ", ".join(f"{c}.toml" for c in REPRODUCE_CONFIGS) + ").",
+def _add_reproduce(p) -> None:
+    p.description = (
+        "Reproduce figure 3 of the paper: LED and Waveform, 10 % labels, PL-MLP, DHBM-MF, "
+        "DHBM-SAP and DHDA, 10 trials of 1,000,000 instances (configs "
+        + ", ".join(f"{c}.toml" for c in REPRODUCE_CONFIGS) + ")."
     )
     _add_run_flags(p, defaults_from_config=True)
     p.set_defaults(func=_cmd_reproduce, configs=REPRODUCE_CONFIGS, figure="figure3")
 
 
-def _add_compare(sub) -> None:
-    p = sub.add_parser(
-        "compare", help="this project's models against River's learners (configs/compare.toml)"
-    )
+def _add_compare(p) -> None:
     _add_run_flags(p, defaults_from_config=True)
     p.set_defaults(func=_cmd_reproduce, configs=["compare"], figure="compare")
 
 
-def _add_run(sub) -> None:
-    p = sub.add_parser("run", help="one stream and one model (or a config file)")
+def _add_run(p) -> None:
     p.add_argument("--stream", help=f"one of {', '.join(registry.STREAMS)}")
     p.add_argument("--model",
                    help=f"one of {', '.join(registry.MODELS)} (also <model>/labeled-only), "
@@ -118,8 +116,7 @@ def _add_run(sub) -> None:
     p.set_defaults(func=_cmd_run, figure="prequential_error")
 
 
-def _add_plot(sub) -> None:
-    p = sub.add_parser("plot", help="figures from a curves CSV, without re-running")
+def _add_plot(p) -> None:
     p.add_argument("--csv", type=Path, required=True, help="a curves.csv written by this CLI")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--zoom", type=positive_int, default=50_000,
@@ -138,62 +135,16 @@ def _benchmarks() -> list[str]:
                   if not m.ispkg and not m.name.startswith("_"))  # _helpers: not benchmarks
 
 
-def _add_bench(sub) -> None:
+def _add_bench(p) -> None:
+    from .bench import models  # owns the flags of the models benchmark (the default target)
+
     targets = _benchmarks()
-    p = sub.add_parser("bench", help="speed benchmarks (default: the models)")
     p.add_argument("target", nargs="?", default="models", choices=targets,
                    help="what to benchmark (default models)")
-    p.add_argument("rest", nargs="*", help="arguments of the streams benchmark")
-    if "models" in targets:
-        from .bench import models  # owns the flags of the models benchmark (the default target)
-
-        models.add_arguments(p)
+    p.add_argument("rest", nargs="*",
+                   help="first_use: the models (default all five); streams: instances, repeats")
+    models.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
-
-
-def _add_mnist(sub) -> None:
-    from . import mnist  # owns its flags and its command (`mnist.run`)
-
-    mnist.add_parser(sub)
-
-
-def _add_scarcity(sub) -> None:
-    from . import scarcity  # owns its flags and its command (`scarcity.run`)
-
-    scarcity.add_parser(sub)
-
-
-def _add_suite(sub) -> None:
-    from . import suite  # owns its flags and its command (`suite.command`)
-
-    suite.add_parser(sub).set_defaults(func=_cmd_suite)
-
-
-def _add_tracks(sub) -> None:
-    from . import tracks  # owns its flags, its plan and its run
-
-    tracks.add_parser(sub).set_defaults(func=_cmd_tracks)
-
-
-def _add_newsgroups(sub) -> None:
-    from . import newsgroups  # owns its flags and its command (`newsgroups.run`)
-
-    newsgroups.add_parser(sub)
-
-
-SUBCOMMANDS = [_add_reproduce, _add_run, _add_compare, _add_scarcity, _add_suite, _add_plot,
-               _add_bench, _add_mnist, _add_tracks, _add_newsgroups]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m evaluation",
-        description="Semi-supervised prequential evaluation of river-dhbm's online learners.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in SUBCOMMANDS:
-        add(sub)
-    return parser
 
 
 # ---------------------------------------------------------------------------------- plans
@@ -352,19 +303,13 @@ def _cmd_suite(args) -> int:
 def _cmd_bench(args) -> int:
     import importlib
 
-    if args.target == "models":
-        from .bench import models
-
-        if args.rest:
-            raise BadArguments(f"unrecognized arguments: {' '.join(args.rest)}")
-        with _user_errors():
-            return models.run(args, "python -m evaluation " + " ".join(sys.argv[1:]))
     module = importlib.import_module(f"evaluation.bench.{args.target}")
-    if hasattr(module, "main"):
-        return module.main(args.rest) or 0
-    rows = getattr(module, f"bench_{args.target}")()
-    print(module.format_table(rows))
-    return 0
+    if args.target == "models" and args.rest:
+        raise BadArguments(f"unrecognized arguments: {' '.join(args.rest)}")
+    if hasattr(module, "run"):  # the benchmark reads the bench parser's flags
+        with _user_errors():
+            return module.run(args, args.command_line)
+    return module.main(args.rest) or 0
 
 
 def _cmd_tracks(args) -> int:
@@ -375,11 +320,76 @@ def _cmd_tracks(args) -> int:
     return tracks.run(runs, args)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `python -m evaluation` and of the `river-dhbm` console script."""
-    parser = build_parser()
+# ---------------------------------------------------------------------------------- parser
+
+
+def _module_parser(name: str, command=None):
+    """The add function of a subcommand whose module owns its flags (and its command, unless
+    `command` names cli's function that wraps it)."""
+
+    def add(p) -> None:
+        import importlib
+
+        importlib.import_module(f"evaluation.{name}").add_arguments(p)
+        if command is not None:
+            p.set_defaults(func=command)
+
+    return add
+
+
+#: Subcommand -> (its line in the top-level help, the function that adds its flags). Only the
+#: chosen subcommand's flags are built: each module imports what it runs (pandas, River's
+#: metrics, ...), which the top-level help should not wait for.
+SUBCOMMANDS = {
+    "reproduce": ("the paper's online experiment (figure 3)", _add_reproduce),
+    "run": ("one stream and one model (or a config file)", _add_run),
+    "compare": ("this project's models against River's learners (configs/compare.toml)",
+                _add_compare),
+    "scarcity": ("error against label ratio: our models, their ablations, the peers",
+                 _module_parser("scarcity")),
+    "suite": ("the development suite: dict API, whole-stream accuracy",
+              _module_parser("suite", _cmd_suite)),
+    "plot": ("figures from a curves CSV, without re-running", _add_plot),
+    "bench": ("speed benchmarks (default: the models)", _add_bench),
+    "mnist": ("the paper's offline MNIST experiment (Table 1, 100 labels)",
+              _module_parser("mnist")),
+    "tracks": ("River's benchmark tracks (binary, multi-class), optionally semi-supervised",
+               _module_parser("tracks", _cmd_tracks)),
+    "newsgroups": ("the paper's 20 NewsGroups experiment, over your copy of the data",
+                   _module_parser("newsgroups")),
+}
+
+
+def _chosen(argv: list[str]) -> str | None:
+    """The subcommand in `argv`: its first word (the top level has no flag taking a value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None,
+                 prog: str = "python -m evaluation") -> argparse.ArgumentParser:
+    """The command line's parser, with the flags of the subcommand `argv` names (all of them
+    when `argv` is None)."""
+    parser = _Parser(
+        prog=prog,
+        description="Semi-supervised prequential evaluation of river-dhbm's online learners.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = _chosen(argv) if argv is not None else None
+    for name, (summary, add) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=summary, description=summary)
+        if argv is None or name == chosen:
+            add(p)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m evaluation") -> int:
+    """Entry point of `python -m evaluation`; the `river-dhbm` console script calls it with its
+    own name as `prog` (`evaluation.__main__.main`)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv, prog)
     try:
         args = parser.parse_args(argv)
+        args.command_line = " ".join([prog, *argv])  # what reproduces the run, in reports
         return args.func(args)
     except BadArguments as e:
         print("error:", " ".join(str(e).split()), file=sys.stderr)  # one line, whatever e says

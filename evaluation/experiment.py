@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import registry
+from . import progress, registry
 from .files import atomic_write, atomic_write_all, check_writable  # noqa: F401 (old home)
+from .curve import _Curve
 from .prequential import prequential
 
 __all__ = [
@@ -116,34 +117,33 @@ def _run_in_worker(trial: Trial, index: int) -> dict:
 
 
 class _Bars:
-    """An overall bar (instances) and one bar per running trial; no-op when quiet."""
+    """An overall bar (instances) and, on a terminal, one bar per running trial; no-op when
+    quiet (`evaluation.progress` draws bars or writes lines)."""
 
     def __init__(self, trials, quiet: bool):
         self.trials, self.quiet = trials, quiet
         self.per_trial: dict[int, object] = {}
-        if not quiet:
-            from tqdm.auto import tqdm
-
-            self._tqdm = tqdm
-            self.total = tqdm(
-                total=sum(t.instances for t in trials), desc="all trials", unit="inst",
-                unit_scale=True, position=0, dynamic_ncols=True,
-            )
+        self.nested = not quiet and progress.interactive()  # a log gets the overall lines only
+        self.total = progress.bar(sum(t.instances for t in trials), "all trials", unit="inst",
+                                  quiet=quiet, unit_scale=True, position=0, dynamic_ncols=True)
 
     def update(self, index: int, n: int) -> None:
         if self.quiet:
             return
         bar = self.per_trial.get(index)
-        if bar is None:
+        if bar is None and self.nested:
+            from tqdm.auto import tqdm
+
             t = self.trials[index]
             used = {b.pos for b in self.per_trial.values()}
             line = next(k for k in range(1, len(used) + 2) if k not in used and -k not in used)
-            bar = self._tqdm(
+            bar = tqdm(
                 total=t.instances, desc=f"{t.stream} {t.model} #{t.trial}", unit="inst",
                 unit_scale=True, leave=False, position=line, dynamic_ncols=True,
             )
             self.per_trial[index] = bar
-        bar.update(n)
+        if bar is not None:
+            bar.update(n)
         self.total.update(n)
 
     def done(self, index: int) -> None:
@@ -152,10 +152,9 @@ class _Bars:
             bar.close()
 
     def close(self) -> None:
-        if not self.quiet:
-            for index in list(self.per_trial):
-                self.done(index)
-            self.total.close()
+        for index in list(self.per_trial):
+            self.done(index)
+        self.total.close()
 
 
 def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool = False) -> list:
@@ -181,9 +180,27 @@ def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool 
         bars.close()
 
 
+def _warm_up(trials) -> None:
+    """Compile each of this project's models the trials run, here, once (`warmup.warm_up`)."""
+    from .warmup import warm_up
+
+    kinds = {}
+    for t in trials:
+        if registry.split_ablation(t.model)[0] in registry.MODELS:  # no other library's
+            key = (t.stream, t.model, t.preset, t.batch_size, repr(sorted(t.params.items())))
+            kinds.setdefault(key, t)
+    built = [t.build() for t in kinds.values()]
+    for dataset, _ in built:  # the streams' own kernels, and the curve's
+        X, y, _ = next(dataset.iter_arrays(100))
+        _Curve(len(y), len(y), 0.995).fold(np.ones(len(y)))
+    warm_up(((model, dataset.n_features) for dataset, model in built), arrays=True)
+
+
 def _run_processes(trials, jobs, bars) -> list:
     import multiprocessing as mp
     import queue as queue_module
+
+    _warm_up(trials)
 
     # Workers fork from a server that imported this module once: cheap to start, and no
     # threads of this process (progress bars) are copied into them.

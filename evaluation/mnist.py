@@ -77,7 +77,7 @@ __all__ = [
     "PAPER_ROWS",
     "TrialSpec",
     "DataSet",
-    "add_parser",
+    "add_arguments",
     "add_protocol_flags",
     "error_rate",
     "find_files",
@@ -95,19 +95,17 @@ __all__ = [
 # ---------------------------------------------------------------------------------- CLI
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `mnist` subcommand to an argparse `subparsers` object."""
-    p = subparsers.add_parser(
-        "mnist", help="the paper's offline MNIST experiment (Table 1, 100 labels)",
-        description="Semi-supervised MNIST as in the paper's Table 1: 100 balanced labels, "
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags and the command of the `mnist` subcommand, on its parser `p`."""
+    p.description = (
+        "Semi-supervised MNIST as in the paper's Table 1: 100 balanced labels, "
         "1,000 validation images, the rest unlabeled, test on the 10,000 test images. "
-        f"The data directory holds {', '.join(FILES)} (raw or .gz).",
+        f"The data directory holds {', '.join(FILES)} (raw or .gz)."
     )
     p.add_argument("--data", help=f"directory of the four MNIST files (default: ${ENV_VAR})")
     add_protocol_flags(p, "mnist", "images",
                        {"trials": 10, "labels": 100, "validation": 1000, "epochs": 6})
     p.set_defaults(func=run)
-    return p
 
 
 def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:

@@ -14,7 +14,6 @@ import copy
 import dataclasses
 import itertools
 import os
-import sys
 import time
 
 import numpy as np
@@ -271,10 +270,9 @@ class _Progress:
         self.names = list(names)
         self.errors: dict = {}
         if not quiet:
-            from tqdm.auto import tqdm
+            from . import progress
 
-            self.bar = tqdm(total=total, desc=desc, unit="upd", unit_scale=True,
-                            dynamic_ncols=True, file=sys.stderr)
+            self.bar = progress.bar(total, desc, unit="upd", unit_scale=True, dynamic_ncols=True)
 
     def update(self, n: int, error: float | None = None, index: int = 0) -> None:
         if self.bar is None:
@@ -315,9 +313,20 @@ def run_specs(specs, data: MNIST, directory: str | None, jobs: int, desc: str, q
                 if on_result is not None:
                     on_result(results[-1])
             return results
+        _warm_up(specs, data)
         return _run_processes(specs, directory, jobs, bar, on_result, loader)
     finally:
         bar.close()
+
+
+def _warm_up(specs, data: MNIST) -> None:
+    """Compile each model the specs run, here, once: the workers load Numba's cache."""
+    from .warmup import warm_up
+
+    n_features, n_classes = data.train_images.shape[1], len(np.unique(data.train_labels))
+    kinds = {(s.model, repr(sorted(s.model_params().items()))): s for s in specs}
+    warm_up(((build_model(s, n_features, n_classes), n_features) for s in kinds.values()),
+            arrays=True)
 
 
 @contextlib.contextmanager

@@ -62,7 +62,7 @@ from .mnist_data import MissingData
 from .mnist_table import PaperTable
 from .newsgroups_data import ARCHIVE, HEADERS, SPLITS, VOCABULARY
 
-__all__ = ["PAPER_TABLE", "add_parser", "run"]
+__all__ = ["PAPER_TABLE", "add_arguments", "run"]
 
 #: The paper's 20 NewsGroups figures (section 5): test error (%), 5 trials. Its text names
 #: the hybrids with three layers, its appendix describes two.
@@ -76,14 +76,13 @@ PAPER_TABLE = PaperTable(
 )
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `newsgroups` subcommand to an argparse `subparsers` object."""
-    p = subparsers.add_parser(
-        "newsgroups", help="the paper's 20 NewsGroups experiment, over your copy of the data",
-        description="Semi-supervised 20 NewsGroups as in the paper's section 5 and appendix: "
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags and the command of the `newsgroups` subcommand, on its parser `p`."""
+    p.description = (
+        "Semi-supervised 20 NewsGroups as in the paper's section 5 and appendix: "
         "binary vectors of the 2,000 most frequent stemmed terms, 200 balanced labels, "
         "1,000 validation posts, the rest unlabeled, test on the test posts. --data is "
-        f"{ARCHIVE} or the folder holding {SPLITS[0]}/ and {SPLITS[1]}/.",
+        f"{ARCHIVE} or the folder holding {SPLITS[0]}/ and {SPLITS[1]}/."
     )
     p.add_argument("--data", help=f"the {ARCHIVE} archive or the folder of its two splits")
     p.add_argument("--download", action="store_true",
@@ -100,7 +99,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_protocol_flags(p, "newsgroups", "posts",
                        {"trials": 5, "labels": 200, "validation": 1000, "epochs": 20})
     p.set_defaults(func=run)
-    return p
 
 
 def run(args) -> int:

@@ -24,7 +24,7 @@ import pandas as pd
 from . import registry
 from .arguments import floats, names, positive_int
 
-__all__ = ["add_parser", "plan", "run", "runs_frame", "table_markdown", "write_outputs"]
+__all__ = ["add_arguments", "plan", "run", "runs_frame", "table_markdown", "write_outputs"]
 
 #: The Bayes error of each stream's concept (drift moves the concept, not its noise).
 BAYES_ERROR = {"led": 0.260, "led-stationary": 0.260,
@@ -249,13 +249,12 @@ def write_outputs(runs: pd.DataFrame, out, settings: dict | None = None,
 # ---------------------------------------------------------------------------------- command
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `scarcity` subcommand to an argparse `subparsers` object."""
-    p = subparsers.add_parser(
-        "scarcity", help="error against label ratio: our models, their ablations, the peers",
-        description="The label-scarcity experiment (configs/label_scarcity.toml): every stream "
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags and the command of the `scarcity` subcommand, on its parser `p`."""
+    p.description = (
+        "The label-scarcity experiment (configs/label_scarcity.toml): every stream "
         "x label ratio x model x seed, per-instance label mask; the measure is the faded error "
-        "over the last quarter of each run. Writes a CSV, a markdown table and one figure.",
+        "over the last quarter of each run. Writes a CSV, a markdown table and one figure."
     )
     p.add_argument("--config", default="label_scarcity",
                    help="a TOML config, a file or a bundled name (default label_scarcity)")
@@ -277,7 +276,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-figure", action="store_true", help="skip the figure")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
-    return p
 
 
 def _fail(message: str) -> int:

@@ -34,7 +34,8 @@ import numpy as np
 from . import registry
 from .arguments import floats, names, positive_int
 
-__all__ = ["PEERS", "STREAMS", "add_parser", "check", "command", "load_stream", "make_learner", "run", "run_one"]
+__all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
+           "run", "run_one"]
 
 #: The development suite's streams (the ones we tune on).
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
@@ -194,11 +195,12 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
         jobs=1, progress=True):
     """Every (stream, label ratio, model, seed) run; returns a DataFrame of their accuracies."""
     import pandas as pd
-    from tqdm import tqdm
+
+    from .progress import bar as progress_bar
 
     tasks = [(s, r, m, seed, instances, mnist) for s in streams for seed in seeds
              for r in label_ratios for m in models]
-    bar = tqdm(total=len(tasks), desc="suite", disable=not progress)
+    bar = progress_bar(len(tasks), "suite", unit="run", quiet=not progress)
     rows = []
     if jobs == 1:
         for t in tasks:
@@ -207,6 +209,11 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
     else:
         from concurrent.futures import ProcessPoolExecutor
 
+        from .warmup import warm_up
+
+        # compile once here (the streams' kernels too), the workers load Numba's cache
+        widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
+        warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in models))
         with ProcessPoolExecutor(jobs) as pool:
             for r in pool.map(_task, tasks):
                 rows.append(r)
@@ -267,8 +274,8 @@ def plot(runs, path: Path) -> None:
 # ---------------------------------------------------------------------------------- CLI
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("suite", help="the development suite: dict API, whole-stream accuracy")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of the `suite` subcommand (its command: `command`), on its parser `p`."""
     p.add_argument("--streams", type=names, default=None,
                    help=f"comma-separated streams (default: {','.join(STREAMS)}, mnist only "
                    "with --mnist)")
@@ -287,7 +294,6 @@ def add_parser(sub) -> None:
                    "labels 100 %%, 10 %% and 1 %%, the hybrids, their ablations and three "
                    "of River's peers (under a minute with --jobs 2)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
 
 
 def command(args) -> int:

@@ -33,7 +33,7 @@ import pandas as pd
 from . import registry
 from .arguments import names, positive_int, ratio
 
-__all__ = ["RIVER_LEARNERS", "TRACKS", "Run", "add_parser", "plan", "run", "run_one",
+__all__ = ["RIVER_LEARNERS", "TRACKS", "Run", "add_arguments", "plan", "run", "run_one",
            "table_markdown", "write_outputs"]
 
 #: Track name (`--tracks`) -> the River track's class name in `river.evaluate`.
@@ -215,10 +215,10 @@ def plan(args) -> list[Run]:
 
 def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
     """Every run's checkpoints in one table, in the order of `runs`, on `jobs` processes."""
-    from tqdm.auto import tqdm
+    from . import progress
 
     results: list = [None] * len(runs)
-    with tqdm(total=len(runs), desc="tracks", unit="run", disable=quiet) as bar:
+    with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar:
         if jobs <= 1:
             for i, r in enumerate(runs):
                 bar.set_postfix_str(f"{r.dataset} {r.model}")
@@ -227,6 +227,12 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
         else:
             import multiprocessing as mp
 
+            from .warmup import warm_up
+
+            # compile once here, the workers load Numba's cache
+            firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
+            warm_up((make_model(r.model, _Rows(make_dataset(r.dataset)), r.seed, r.label_ratio),
+                     make_dataset(r.dataset).n_features) for r in firsts)
             context = mp.get_context("forkserver")
             with futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
                 pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
@@ -337,16 +343,15 @@ def write_outputs(frame: pd.DataFrame, out, settings: dict | None = None) -> lis
 # ---------------------------------------------------------------------------------- command
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `tracks` subcommand to an argparse `subparsers` object."""
-    p = subparsers.add_parser(
-        "tracks", help="River's benchmark tracks (binary, multi-class), optionally semi-supervised",
-        description="Run River's BinaryClassificationTrack and MultiClassClassificationTrack "
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags and the command of the `tracks` subcommand, on its parser `p`."""
+    p.description = (
+        "Run River's BinaryClassificationTrack and MultiClassClassificationTrack "
         "through River's Track.run (accuracy, F1, time and memory at 10 checkpoints) for this "
         "project's models and River's reference learners. With --label-ratio below 1, each row "
         "keeps its label with that probability: our models learn every row, River's learners "
         "the labeled ones; every prediction is scored. Writes tracks.csv, tracks.md and one "
-        "figure per track.",
+        "figure per track."
     )
     p.add_argument("--models", type=names,
                    help="comma-separated models, any river:<module>.<Class> too (default: "
@@ -368,7 +373,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="let River download the datasets it does not bundle (Elec2, SMTP, "
                    "Insects, Keystroke) into ~/river_data; without it they are skipped")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
 
 
 def default_out(args) -> Path:

@@ -92,5 +92,5 @@ def stand_in(spec, n_features, n_classes):
 
 def parse(argv):
     parser = argparse.ArgumentParser(prog="python -m evaluation")
-    mnist.add_parser(parser.add_subparsers(dest="command"))
+    mnist.add_arguments(parser.add_subparsers(dest="command").add_parser("mnist"))
     return parser.parse_args(argv)

@@ -309,8 +309,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="small runs, default settings only, no cold-cache start")
     p.add_argument("--no-startup", action="store_true", help="skip the fresh-process timings")
     p.add_argument("--no-split", action="store_true", help="skip the time-in-hooks run")
-    p.add_argument("--out", default="bench_models.md",
-                   help="markdown file written with the tables (default ./bench_models.md)")
+    p.add_argument("--out", default=None,
+                   help="markdown file written with the tables (default ./bench_models.md; "
+                   "first_use: none)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -335,8 +336,9 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     command = command or "python -m evaluation bench " + " ".join(sys.argv[1:])
     text = report(rows, startup, checks, command)
     print(text)
-    if args.out:
-        with open(args.out, "w") as f:
+    out = "bench_models.md" if args.out is None else args.out
+    if out:
+        with open(out, "w") as f:
             f.write(text)
     return 0
 
