@@ -1,17 +1,33 @@
 """The development suite: how a River user meets the models, on streams of many shapes.
 
     python -m evaluation suite --quick --jobs 2             # a first look, under a minute
-    python -m evaluation suite --mnist DIR --jobs 2         # the whole suite, 5 seeds
+    python -m evaluation suite --mnist DIR --moa --jobs 2   # the whole suite, 5 seeds
     python -m evaluation suite --streams digits,river:datasets.Elec2 --label-ratios 1,0.1
+    python -m evaluation suite --instances 100000 --streams led,sea   # adds the 0.1 % labels
 
 Every run is test-then-train one row at a time through River's dict API: `predict_one`, then
 `learn_one(x, y)` for a labeled row and `learn_one(x)` for an unlabeled one, each row keeping
 its label with the given probability (a per-row mask drawn from the seed). Our models sit
 behind `preprocessing.MinMaxScaler()` and learn every row; River's peers learn the labeled
-rows only (`GaussianNB` and `HoeffdingTreeClassifier` on the raw features,
-`LogisticRegression` and `KNNClassifier` behind a `StandardScaler`). The measure is the
-prequential accuracy over the whole stream, so a slow start counts. Writes `suite.csv` (one
-row per run), `suite.md` (mean +- standard error over seeds) and `suite.png` into `--out`.
+rows only (`GaussianNB`, `BernoulliNB`, `HoeffdingTreeClassifier` and `ARFClassifier` on the
+raw features, `LogisticRegression` and `KNNClassifier` behind a `StandardScaler`).
+`BernoulliNB` runs only on a stream whose features are all 0 or 1 over the run's rows (LED's);
+elsewhere its cell is n/a. The measure is the prequential accuracy over the whole stream, so a
+slow start counts. Writes `suite.csv` (one row per run; a run left out has no accuracy and
+says why in `skipped`), `suite.md` (mean +- standard error over seeds, footnotes for the n/a
+cells) and `suite.png` into `--out`.
+
+MOA's learners join through the `moa` extra (capymoa, Java 17+) by name, `moa:NaiveBayes`,
+`moa:HoeffdingTree`, `moa:SLEADE` or a MOA CLI string (`evaluation.moa_peers`); `--moa` adds
+those three. They are not in the default models: starting the JVM costs seconds, and the
+defaults should give the same table on every machine. A supervised MOA learner learns the
+labeled rows only, as River's peers do; a semi-supervised one (`SLEADE`) also sees the
+unlabeled rows, as in capymoa's `prequential_ssl_evaluation`. Without capymoa the command ends
+in one line naming the install hint.
+
+Label ratios: 100 %, 10 % and 1 % by default, and 0.1 % when `--instances` is at least
+100,000. A ratio below 1 % runs only on a stream with at least 100,000 rows in the run (fewer
+would give under a hundred labels); a shorter stream's cell is n/a.
 
 Streams: `led` and `waveform` (MOA's stationary generators), `digits` (scikit-learn's 8x8
 digits, shuffled by the seed), `mnist` (the user's IDX directory, `--mnist DIR`; the first
@@ -31,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import registry
+from . import moa_peers, registry
 from .arguments import floats, names, positive_int
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
@@ -41,14 +57,30 @@ __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
 
 #: River's peers, which learn the labeled rows only (their pipelines: `make_learner`).
-PEERS = ("LogisticRegression", "GaussianNB", "HoeffdingTree", "KNN", "ARF")
+PEERS = ("LogisticRegression", "GaussianNB", "BernoulliNB", "HoeffdingTree", "KNN", "ARF")
+
+#: Peers for binary features only: elsewhere their cells are n/a (`skip_reason`).
+BINARY_PEERS = ("BernoulliNB",)
+
+#: MOA's peers that `--moa` adds (the `moa` extra): two supervised, one semi-supervised.
+MOA_PEERS = ("moa:NaiveBayes", "moa:HoeffdingTree", "moa:SLEADE")
 
 # KNN is left out by default: in River's dict loop it takes hours on MNIST's 784 pixels
 DEFAULT_MODELS = ["dhbm-mf", "dhda", "pl-mlp", "dhbm-mf/labeled-only", "dhda/labeled-only",
-                  "pl-mlp/labeled-only", "LogisticRegression", "GaussianNB", "HoeffdingTree"]
+                  "pl-mlp/labeled-only", "LogisticRegression", "GaussianNB", "BernoulliNB",
+                  "HoeffdingTree"]
 QUICK_MODELS = ["dhbm-mf", "dhda", "dhbm-mf/labeled-only", "dhda/labeled-only",
                 "LogisticRegression", "GaussianNB", "HoeffdingTree"]
 DEFAULT_INSTANCES = 20_000  # rows per stream (the bundled data sets are shorter: all of them)
+DEFAULT_RATIOS = [1.0, 0.1, 0.01]
+SCARCEST_RATIO = 0.001  # a default too when --instances >= SCARCE_MIN_ROWS
+# a ratio below SCARCE_RATIO runs only on streams of SCARCE_MIN_ROWS rows: 100 labels or more
+SCARCE_RATIO, SCARCE_MIN_ROWS = 0.01, 100_000
+
+
+def default_ratios(instances: int) -> list[float]:
+    """1, 0.1 and 0.01, and 0.001 when `instances` rows can give 100 labels at 0.1 %."""
+    return DEFAULT_RATIOS + ([SCARCEST_RATIO] if instances >= SCARCE_MIN_ROWS else [])
 
 
 # ---------------------------------------------------------------------------------- streams
@@ -121,18 +153,25 @@ def _shuffled(X, y, seed, instances):
 # ---------------------------------------------------------------------------------- models
 
 
-def make_learner(name: str, seed: int):
-    """A fresh learner: one of `PEERS`, in the pipeline a River user would put it in, or one
-    of ours (`registry.MODELS`, `/labeled-only` for the ablation, `key=value` settings after
-    a colon, `;` between them: `dhbm-mf:steps=1;activation=sigmoid`) behind a
-    `MinMaxScaler`. Returns `(learner, learns_unlabeled)`."""
+def make_learner(name: str, seed: int, rows: list | None = None):
+    """A fresh learner: one of `PEERS`, in the pipeline a River user would put it in, one of
+    MOA's (`moa:<learner>`, `MOAPeer`: sized from the run's `rows`), or one of ours
+    (`registry.MODELS`, `/labeled-only` for the ablation, `key=value` settings after a colon,
+    `;` between them: `dhbm-mf:steps=1;activation=sigmoid`) behind a `MinMaxScaler`. Returns
+    `(learner, learns_unlabeled)`."""
     from river import forest, linear_model, multiclass, naive_bayes, neighbors, preprocessing, tree
 
+    if name.startswith(registry.MOA_PREFIX):
+        if rows is None:
+            raise ValueError(f"{name} is sized from the stream: pass its rows")
+        peer = MOAPeer(name, rows, seed)
+        return peer, peer.learner._takes_unlabeled
     if name in PEERS:
         return {
             "LogisticRegression": lambda: preprocessing.StandardScaler()
             | multiclass.OneVsRestClassifier(linear_model.LogisticRegression()),
             "GaussianNB": naive_bayes.GaussianNB,
+            "BernoulliNB": naive_bayes.BernoulliNB,  # binary streams only: `skip_reason`
             "HoeffdingTree": tree.HoeffdingTreeClassifier,
             "KNN": lambda: preprocessing.StandardScaler() | neighbors.KNNClassifier(),
             "ARF": lambda: forest.ARFClassifier(seed=seed),
@@ -149,6 +188,30 @@ def make_learner(name: str, seed: int):
     return preprocessing.MinMaxScaler() | model, True
 
 
+class MOAPeer:
+    """A MOA learner (`moa_peers.MOAClassifier`, which takes vectors and class indices) on a
+    suite stream's dicts: the features in the order the rows first show them (a missing one
+    is 0), the classes those of the run's rows, since MOA's schema names every class up
+    front. Before any vote MOA predicts the first class, as the adapter does."""
+
+    def __init__(self, name: str, rows: list, seed: int):
+        self.features = list(dict.fromkeys(k for x, _ in rows for k in x))
+        self.classes = sorted({y for _, y in rows}, key=repr)  # repr: bools, ints and strings
+        self._index = {c: i for i, c in enumerate(self.classes)}
+        self.learner = moa_peers.make(name, len(self.features), len(self.classes), seed, {})
+
+    def _vector(self, x: dict) -> np.ndarray:
+        return np.array([[float(x.get(k, 0.0)) for k in self.features]])
+
+    def predict_one(self, x: dict):
+        return self.classes[int(self.learner.predict_proba_arrays(self._vector(x))[0].argmax())]
+
+    def learn_one(self, x: dict, y=None) -> None:
+        kept = y is not None
+        self.learner.learn_arrays(self._vector(x), np.array([self._index[y] if kept else 0]),
+                                  np.array([kept]))
+
+
 def model_names(text: str) -> list[str]:
     """Comma-separated model names; commas inside brackets belong to a setting's list."""
     out, depth, start = [], 0, 0
@@ -163,11 +226,27 @@ def model_names(text: str) -> list[str]:
 def check_model_name(name: str) -> str:
     if name in PEERS:
         return name
+    if name.startswith(registry.MOA_PREFIX):
+        return registry.check_model_name(name)
     registry.check_model_name(name.partition(":")[0])
     return name
 
 
 # ---------------------------------------------------------------------------------- runs
+
+
+def _binary(rows: list) -> bool:
+    return all(v == 0 or v == 1 for x, _ in rows for v in x.values())
+
+
+def skip_reason(model: str, label_ratio: float, rows: list) -> str:
+    """Why `model` does not run at `label_ratio` on `rows` (the stream's rows for the run),
+    or "" when it runs."""
+    if label_ratio < SCARCE_RATIO and len(rows) < SCARCE_MIN_ROWS:
+        return f"label ratio {label_ratio:g} runs on streams of {SCARCE_MIN_ROWS:,} rows or more"
+    if model in BINARY_PEERS and not _binary(rows):
+        return f"{model} takes features in {{0, 1}} only"
+    return ""
 
 
 def run_one(rows: list, learner, learns_unlabeled: bool, label_ratio: float, seed: int) -> float:
@@ -186,14 +265,18 @@ def run_one(rows: list, learner, learns_unlabeled: bool, label_ratio: float, see
 def _task(args):
     stream, ratio, model, seed, instances, mnist = args
     rows = load_stream(stream, seed, instances, mnist)
-    learner, unlabeled = make_learner(model, seed)
-    return dict(stream=stream, label_ratio=ratio, model=model, seed=seed,
-                instances=len(rows), accuracy=run_one(rows, learner, unlabeled, ratio, seed))
+    out = dict(stream=stream, label_ratio=ratio, model=model, seed=seed, instances=len(rows),
+               accuracy=float("nan"), skipped=skip_reason(model, ratio, rows))
+    if not out["skipped"]:
+        learner, unlabeled = make_learner(model, seed, rows)
+        out["accuracy"] = run_one(rows, learner, unlabeled, ratio, seed)
+    return out
 
 
 def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist=None,
         jobs=1, progress=True):
-    """Every (stream, label ratio, model, seed) run; returns a DataFrame of their accuracies."""
+    """Every (stream, label ratio, model, seed) run; returns a DataFrame of their accuracies,
+    with NaN and the reason in `skipped` for a run left out (`skip_reason`)."""
     import pandas as pd
 
     from .progress import bar as progress_bar
@@ -207,14 +290,18 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
             rows.append(_task(t))
             bar.update()
     else:
+        import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         from .warmup import warm_up
 
         # compile once here (the streams' kernels too), the workers load Numba's cache
         widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
-        warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in models))
-        with ProcessPoolExecutor(jobs) as pool:
+        ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
+        warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in ours))
+        # a JVM (MOA's) does not survive a fork: workers from a fresh server start their own
+        context = None if ours == list(models) else mp.get_context("forkserver")
+        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
             for r in pool.map(_task, tasks):
                 rows.append(r)
                 bar.update()
@@ -224,25 +311,37 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
 
 def table_markdown(runs) -> str:
     """Mean +- standard error over seeds: a row per model, a column per stream and ratio;
-    the best mean of each column in bold."""
+    the best mean of each column in bold; n/a for a cell left out, with a footnote saying
+    why."""
+    if "skipped" not in runs:  # a CSV from before runs could be left out
+        runs = runs.assign(skipped="")
+    runs = runs.assign(skipped=runs["skipped"].fillna(""))
     g = runs.groupby(["model", "stream", "label_ratio"])["accuracy"]
-    mean, se = g.mean(), g.sem().fillna(0.0)
+    mean, se = g.mean().dropna(), g.sem().fillna(0.0)
     columns = [(s, r) for s in dict.fromkeys(runs["stream"])
                for r in sorted(set(runs["label_ratio"]), reverse=True)]
     lines = ["| model | " + " | ".join(f"{s} {r:g}" for s, r in columns) + " |",
              "|---|" + "---:|" * len(columns)]
-    best = {c: max(mean[m, c[0], c[1]] for m in dict.fromkeys(runs["model"])
-                   if (m, *c) in mean) for c in columns}
+    best = {c: max((mean[m, c[0], c[1]] for m in dict.fromkeys(runs["model"])
+                    if (m, *c) in mean), default=None) for c in columns}
+    left_out = runs[runs["skipped"] != ""]
+    skipped = set(zip(left_out["model"], left_out["stream"], left_out["label_ratio"]))
     for m in dict.fromkeys(runs["model"]):
         cells = []
         for c in columns:
             if (m, *c) not in mean:
-                cells.append("")
+                cells.append("n/a" if (m, *c) in skipped else "")
                 continue
             text = f"{mean[m, c[0], c[1]]:.3f} ± {se[m, c[0], c[1]]:.3f}"
             cells.append(f"**{text}**" if mean[m, c[0], c[1]] == best[c] else text)
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    notes = []
+    for why, part in left_out.groupby("skipped", sort=False):
+        where = part.drop_duplicates("stream")
+        notes.append(f"n/a: {why}: " + ", ".join(
+            f"{s} ({n:,} rows)" if why.startswith("label ratio") else s
+            for s, n in zip(where["stream"], where["instances"])))
+    return "\n".join(lines) + "\n" + "".join(f"\n{n}\n" for n in notes)
 
 
 def plot(runs, path: Path) -> None:
@@ -252,6 +351,7 @@ def plot(runs, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    runs = runs.dropna(subset=["accuracy"])  # the cells left out have no point
     stream_names = list(dict.fromkeys(runs["stream"]))
     fig, axes = plt.subplots(1, len(stream_names), figsize=(3.2 * len(stream_names), 3),
                              squeeze=False)
@@ -279,11 +379,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--streams", type=names, default=None,
                    help=f"comma-separated streams (default: {','.join(STREAMS)}, mnist only "
                    "with --mnist)")
-    p.add_argument("--label-ratios", type=floats, default=[1.0, 0.1, 0.01])
+    p.add_argument("--label-ratios", type=floats, default=None,
+                   help="comma-separated (default: 1,0.1,0.01, and 0.001 when --instances >= "
+                   f"{SCARCE_MIN_ROWS:,}); a ratio below {SCARCE_RATIO:g} runs only on a "
+                   f"stream with at least {SCARCE_MIN_ROWS:,} rows in the run, a shorter "
+                   "stream's cell is n/a")
     p.add_argument("--models", type=model_names, default=DEFAULT_MODELS,
                    help="comma-separated: ours (registry names, `/labeled-only`, settings after "
-                   "a colon: `dhbm-mf:hidden_sizes=[64,64];steps=4`) and River's peers "
-                   f"({', '.join(PEERS)})")
+                   "a colon: `dhbm-mf:hidden_sizes=[64,64];steps=4`), River's peers "
+                   f"({', '.join(PEERS)}; BernoulliNB only where the features are all 0 or 1, "
+                   "n/a elsewhere) and MOA's through the `moa` extra (moa:NaiveBayes, "
+                   "moa:SLEADE, moa:<MOA CLI string>; not in the default list)")
+    p.add_argument("--moa", action="store_true",
+                   help=f"add MOA's peers {', '.join(MOA_PEERS)}; they need the moa extra: "
+                   f"{moa_peers.INSTALL_HINT}")
     p.add_argument("--seeds", type=positive_int, default=5, help="seeds 1..N per cell")
     p.add_argument("--instances", type=positive_int, default=DEFAULT_INSTANCES)
     p.add_argument("--mnist", metavar="DIR", help="MNIST's IDX directory (adds the stream)")
@@ -308,8 +417,10 @@ def _settings(args):
     if args.quick:
         streams = [s for s in streams if s != "mnist"]
         models = QUICK_MODELS
-        ratios, seeds, instances = [1.0, 0.1, 0.01], 2, 3000
-    return streams, models, ratios, seeds, instances
+        ratios, seeds, instances = DEFAULT_RATIOS, 2, 3000
+    if args.moa:
+        models = list(dict.fromkeys([*models, *MOA_PEERS]))
+    return streams, models, ratios or default_ratios(instances), seeds, instances
 
 
 def check(args) -> None:
@@ -317,6 +428,10 @@ def check(args) -> None:
     streams, models, ratios, _, _ = _settings(args)
     for m in models:
         check_model_name(m)
+    moa = [m for m in models if m.startswith(registry.MOA_PREFIX)]
+    if moa and (reason := moa_peers.available()) is not None:
+        raise ValueError(f"{', '.join(moa)} need capymoa, which is not available ({reason}); "
+                         f"{moa_peers.INSTALL_HINT}")
     for r in ratios:
         if not 0 < r <= 1:
             raise ValueError(f"Invalid label ratio ({r!r}). Valid range is (0, 1]")

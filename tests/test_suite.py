@@ -3,11 +3,16 @@ scored, labeled rows learnt with their label, unlabeled ones only by the models 
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 
-from evaluation import suite
+from evaluation import moa_peers, suite
 from evaluation.cli import main
+
+needs_capymoa = pytest.mark.skipif(moa_peers.available() is not None,
+                                   reason=f"capymoa not available: {moa_peers.available()}")
 
 
 class Recorder:
@@ -80,3 +85,64 @@ def test_bad_settings_end_in_one_line(argv, message, capsys):
     assert main(["suite", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bernoulli_nb_runs_on_binary_features_and_is_na_elsewhere(tmp_path, capsys):
+    out = tmp_path / "suite"
+    code = main(["suite", "--streams", "led,bananas", "--models", "BernoulliNB,GaussianNB",
+                 "--label-ratios", "1", "--seeds", "1", "--instances", "200", "--quiet",
+                 "--out", str(out)])
+    assert code == 0
+    runs = pd.read_csv(out / "suite.csv", keep_default_na=False, na_values={"accuracy": [""]})
+    nb = runs[runs.model == "BernoulliNB"].set_index("stream")
+    assert 0.2 < nb.accuracy["led"] <= 1 and nb.skipped["led"] == ""  # LED's 24 bits
+    assert math.isnan(nb.accuracy["bananas"]) and "{0, 1}" in nb.skipped["bananas"]
+    assert runs[runs.model == "GaussianNB"].accuracy.notna().all()
+    table = capsys.readouterr().out
+    assert "| BernoulliNB | **" in table and "| n/a |" in table
+    assert "n/a: BernoulliNB takes features in {0, 1} only: bananas" in table
+    assert (out / "suite.png").stat().st_size > 1000  # the n/a cell has no point
+
+
+def test_the_scarcest_ratio_runs_on_streams_of_100_000_rows_only(tmp_path, capsys,
+                                                                 monkeypatch):
+    assert suite.default_ratios(99_999) == [1.0, 0.1, 0.01]
+    assert suite.default_ratios(100_000) == [1.0, 0.1, 0.01, 0.001]
+    rows = suite.load_stream("sea", 1, instances=300)
+    assert suite.skip_reason("GaussianNB", 0.001, rows).startswith("label ratio 0.001")
+    assert suite.skip_reason("GaussianNB", 0.01, rows) == ""
+    # the rule at a small scale: 1,300 rows of SEA reach it, Phishing's 1,250 do not
+    monkeypatch.setattr(suite, "SCARCE_MIN_ROWS", 1300)
+    out = tmp_path / "suite"
+    assert main(["suite", "--streams", "sea,phishing", "--models", "GaussianNB", "--seeds", "1",
+                 "--instances", "1300", "--quiet", "--out", str(out)]) == 0
+    runs = pd.read_csv(out / "suite.csv").set_index(["stream", "label_ratio"])
+    assert sorted(set(runs.index.get_level_values("label_ratio"))) == [0.001, 0.01, 0.1, 1.0]
+    assert runs.accuracy.drop(("phishing", 0.001)).notna().all()
+    assert math.isnan(runs.accuracy["phishing", 0.001])
+    assert "phishing (1,250 rows)" in capsys.readouterr().out
+
+
+@needs_capymoa
+def test_moa_peers_run_through_the_dict_api(tmp_path):
+    rows = suite.load_stream("bananas", 1, instances=200)
+    nb, unlabeled = suite.make_learner("moa:NaiveBayes", seed=1, rows=rows)
+    assert not unlabeled and nb.classes == [False, True]  # River's bools, MOA's indices
+    assert nb.predict_one(rows[0][0]) is False  # no votes yet: the first class
+    assert suite.make_learner("moa:SLEADE", seed=1, rows=rows)[1]  # it learns unlabeled rows
+    out = tmp_path / "suite"
+    assert main(["suite", "--streams", "bananas", "--models", "moa:NaiveBayes,moa:SLEADE",
+                 "--label-ratios", "1,0.5", "--seeds", "1", "--instances", "200", "--quiet",
+                 "--out", str(out)]) == 0
+    runs = pd.read_csv(out / "suite.csv")
+    assert len(runs) == 4 and runs.accuracy.between(0.4, 1).all()
+
+
+def test_without_capymoa_a_moa_peer_ends_in_one_line_with_the_install_hint(monkeypatch,
+                                                                          capsys):
+    monkeypatch.setattr(moa_peers, "available", lambda: "ModuleNotFoundError: no capymoa")
+    assert main(["suite", "--quick", "--moa"]) == 2  # --moa adds MOA's three
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "moa:NaiveBayes, moa:HoeffdingTree, moa:SLEADE need capymoa" in err
+    assert moa_peers.INSTALL_HINT in err
