@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from river_dhbm import scarce_labels
@@ -175,6 +177,9 @@ class PseudoLabelMLP(HybridClassifier):
     UPPER_STEP = 0.03
     #: The first layer's initial weights, relative to Glorot's (as `DHBM.INIT_SCALE`).
     INIT_SCALE = 3.0
+    #: A weight beyond this after a plain SGD update means the step diverged: it is undone.
+    #: Trained weights stay below 1 on LED and Waveform (`paper()`), below 4 with Adam.
+    DIVERGED = 1e3
 
     # models pickled before these settings existed go on learning as they did
     steps, warm_start, init, optimizer = 1, None, "glorot", "sgd"
@@ -285,12 +290,22 @@ class PseudoLabelMLP(HybridClassifier):
         else:
             mask = np.empty(0)
         beta = scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled
+        # a plain SGD step grows with the features (Adam's is bounded by the step size): keep
+        # the weights to undo a step that diverged (see the Notes)
+        before = self._theta.copy() if self.optimizer == "sgd" else None
         mlp_kernels.mlp_update(
             X, y, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
             self._kind, mask, keep, float(self.learning_rate), self._upper_lr(), beta,
             self._grad, self._moments, self._adam_steps + 1, steps, n_batch,
         )
         self._adam_steps += steps
+        bound = self.DIVERGED
+        if before is not None and not (-bound <= self._theta.min() and self._theta.max() <= bound):
+            self._theta[:] = before
+            warnings.warn(
+                f"PseudoLabelMLP: an SGD update diverged (a weight beyond {bound:g}) and was "
+                "undone; scale the features or lower learning_rate", RuntimeWarning, stacklevel=2
+            )
 
     def _upper_lr(self) -> float:
         """Step of the hidden layers above the first."""
