@@ -69,6 +69,12 @@ class HybridClassifier(base.MiniBatchClassifier):
       in the predictions even before the mini-batch that holds it is learnt.
     - Instances wait in a buffer until `batch_size` of them trigger one update; the buffer
       is part of the model's state (it survives pickling and cloning copies nothing of it).
+    - What is taken: feature values are real numbers (ints, floats, bools, numpy's real
+      scalars) with `|value| <= 1e6` (`MAX_ABS`); NaN, inf and larger values are refused
+      alike, in one line naming the feature, the value and the row, before anything changes
+      (scaled input always fits; 1e200 overflowed the updates). A label is hashable; None
+      and any label that does not equal itself (NaN, NaT, pandas' NA) mean unlabeled, on
+      every path. `labeled` is a bool; a Series `y` goes with `X` by index.
     - River's loops predict an instance, then learn it: `predict_one` leaves the checked
       values in the buffer's next free slot, and `learn_one` of a dict with the same keys and
       values takes them from there without checking them again. Predicting changes nothing
