@@ -32,14 +32,16 @@ from river import base
 
 from river_dhbm._input.checks import (
     _PLAIN_NUMBERS,
+    MAX_ABS,
     _canonical_order,
     _check_arrays,
     _check_dict,
+    _check_flag,
     _check_frame,
     _check_frame_type,
-    _check_label,
     _check_learn_arrays,
-    _is_missing_label,
+    _frame_labels,
+    _label,
     _row_packer,
     _short,
     _vector,
@@ -67,6 +69,12 @@ class HybridClassifier(base.MiniBatchClassifier):
       in the predictions even before the mini-batch that holds it is learnt.
     - Instances wait in a buffer until `batch_size` of them trigger one update; the buffer
       is part of the model's state (it survives pickling and cloning copies nothing of it).
+    - What is taken: feature values are real numbers (ints, floats, bools, numpy's real
+      scalars) with `|value| <= 1e6` (`MAX_ABS`); NaN, inf and larger values are refused
+      alike, in one line naming the feature, the value and the row, before anything changes
+      (scaled input always fits; 1e200 overflowed the updates). A label is hashable; None
+      and any label that does not equal itself (NaN, NaT, pandas' NA) mean unlabeled, on
+      every path. `labeled` is a bool; a Series `y` goes with `X` by index.
     - River's loops predict an instance, then learn it: `predict_one` leaves the checked
       values in the buffer's next free slot, and `learn_one` of a dict with the same keys and
       values takes them from there without checking them again. Predicting changes nothing
@@ -150,14 +158,15 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _plain_values(self, x: dict) -> list | None:
         """The values of `x` when it holds exactly the known features, in their order, as
-        finite plain numbers (what the streams yield), else None (the general loop decides).
+        plain numbers within `MAX_ABS` (what the streams yield), else None (the general loop
+        decides).
 
-        One C-level pass instead of a Python loop over the features: the sum fails on a
-        non-number, a NaN or inf anywhere makes it non-finite, and it stays an exact `float`
-        only over Python's own numbers (floats, ints, bools, fractions); other types (numpy's
-        scalars among them) get one look at their types. Anything unusual (an int beyond float
-        range, huge values whose sum overflows, an object that adds oddly) is left to the loop,
-        which says what is wrong.
+        Two C-level passes instead of a Python loop over the features: the sum fails on a
+        non-number and stays an exact `float` only over Python's own numbers (floats, ints,
+        bools, fractions); other types (numpy's scalars among them) get one look at their
+        types. The norm then bounds every value (a NaN or inf makes it fail too). Anything
+        unusual (an int beyond float range, a row whose norm exceeds the bound, an object
+        that adds oddly) is left to the loop, which says what is wrong.
         """
         features = self._features
         if features is None or len(x) != len(features) or list(x) != features:
@@ -169,14 +178,18 @@ class HybridClassifier(base.MiniBatchClassifier):
             return None
         if type(total) is not float and not _PLAIN_NUMBERS.issuperset(map(type, values)):
             return None
-        return values if math.isfinite(total) else None
+        return values if math.hypot(*values) <= MAX_ABS else None
 
     def _is_staged(self, x: dict) -> bool:
         """Whether `x` holds the values of the dict `_row` packed last, under the same keys.
         Values compare as numbers: `1` and `1.0` pack alike, `0.0` and `-0.0` do not (the slot
-        keeps the predicted dict's sign of zero); a NaN is never staged."""
+        keeps the predicted dict's sign of zero); a NaN is never staged. A value that cannot
+        say whether it equals (an array, pandas' NA) is not the staged one."""
         staged = self._staged
-        return staged is not None and list(x.values()) == staged and list(x) == self._features
+        try:
+            return staged is not None and list(x.values()) == staged and list(x) == self._features
+        except Exception:
+            return False
 
     def _row(self, x: dict) -> np.ndarray:
         """`x` as one validated row float64 `[1, d]` for a prediction.
@@ -308,47 +321,53 @@ class HybridClassifier(base.MiniBatchClassifier):
 
         Every `batch_size` buffered instances trigger one update on the mixed mini-batch.
         `late` holds `(x, y)` pairs whose delayed label is due now (`streams.LabelMask`'s
-        `delay`): each is learnt, labeled, right after this instance.
+        `delay`): each is learnt, labeled, right after this instance. A missing label (None,
+        NaN, NaT, pandas' NA) means unlabeled; all of it is checked before anything is learnt.
 
         """
         _check_dict(x)
+        if labeled is not True and labeled is not False:
+            _check_flag(labeled)  # numpy's bools pass
+        label = _label(y) if labeled else None
+        features, index = self._features, self._feature_index
         if self._is_staged(x):
             row = None  # the instance just predicted: checked, and waiting in the buffer
         else:
             row = self._plain_values(x)  # the common case: no array until the buffer itself
             if row is None:
-                features = self._features if self._features is not None else _canonical_order(x)
-                index = self._feature_index if self._features is not None else {
-                    name: j for j, name in enumerate(features)
-                }
+                if features is None:
+                    features = _canonical_order(x)
+                    index = {name: j for j, name in enumerate(features)}
                 row = _vector(x, index)
-        label = None if (not labeled or _is_missing_label(y)) else y
-        if label is not None:
-            _check_label(label)
+        due = self._late_rows(late, index) if type(late) is not tuple or late else ()
         if self._features is None:
             self._fix_features(features)
         self._push_one(row, label)
-        for x_late, y_late in late:
-            self.learn_one(x_late, y_late)
+        for row_late, y_late in due:
+            self._push_one(row_late, y_late)
+
+    def _late_rows(self, late, index: dict) -> list:
+        """`late`'s `(x, y)` pairs as checked `(row, label)` pairs (`index`: the features)."""
+        try:
+            pairs = [(x_late, y_late) for x_late, y_late in late]
+        except (TypeError, ValueError):
+            raise TypeError(f"Invalid late ({_short(late)}). Must be (x, y) pairs") from None
+        rows = []
+        for x_late, y_late in pairs:
+            _check_dict(x_late)
+            row = self._plain_values(x_late)
+            rows.append((_vector(x_late, index) if row is None else row, _label(y_late)))
+        return rows
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series | None = None, **kwargs) -> None:
-        """Buffer a mini-batch; missing labels (None/NaN) mark unlabeled rows."""
+        """Buffer a mini-batch; a missing label (None, NaN, NaT, pandas' NA) marks an unlabeled
+        row. A Series `y` goes with `X` by index (reordered when it holds the same labels)."""
         _check_frame_type(X)
-        if len(X) == 0:
-            return
+        labels = [] if y is None else _frame_labels(X, y)
         features = self._features if self._features is not None else _canonical_order(X.columns)
         rows = _check_frame(X, features)
-        if y is None:
-            labels = [None] * len(rows)
-        else:
-            if not hasattr(y, "__len__") or isinstance(y, (str, bytes, dict)):
-                raise TypeError(f"Invalid y ({_short(y)}). Must be a Series of {len(X)} labels")
-            if len(y) != len(X):
-                raise ValueError(f"X has {len(X)} rows but y has {len(y)} labels")
-            labels = [None if _is_missing_label(v) else v for v in y]
-            for v in labels:
-                if v is not None:
-                    _check_label(v)
+        if len(X) == 0:
+            return
         if self._features is None:
             self._fix_features(features)
         self._push(rows, [(i, v) for i, v in enumerate(labels) if v is not None])
@@ -430,7 +449,8 @@ class HybridClassifier(base.MiniBatchClassifier):
         _check_frame_type(X)
         if not self._classes:
             return pd.DataFrame(index=X.index)
-        P = self._proba(_check_frame(X, self._features))
+        rows = _check_frame(X, self._features)
+        P = self._proba(rows) if len(rows) else np.zeros((0, len(self._classes)))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from river_dhbm import scarce_labels
@@ -134,6 +136,11 @@ class PseudoLabelMLP(HybridClassifier):
       learnt slower (0.265 / 0.160 at step 0.01) and steps of 0.05 or more ended higher
       (0.277 / 0.184). The paper's settings (`PseudoLabelMLP.paper()`, 4 layers of 24 or 40)
       sit near chance on LED (0.810) and at 0.454 on Waveform.
+    - With `optimizer="sgd"` (not in Lee 2013 nor the paper: both assume scaled input), an
+      update that leaves a weight beyond `DIVERGED` (100; trained weights stay below 1) or
+      not finite is undone, with a `RuntimeWarning`: a plain step grows with the features,
+      and one labeled row with a feature at 1e6 made every later prediction NaN. Adam's
+      steps are bounded by the step size and need no such guard.
     - `deep_identity` (not in Lee 2013 nor the paper; off under `paper()`): the layers above
       the first start as the identity and take 0.03 of the step (`UPPER_STEP`), so a deep
       net starts as its one-layer net and its upper layers adapt slowly (a per-layer
@@ -175,6 +182,9 @@ class PseudoLabelMLP(HybridClassifier):
     UPPER_STEP = 0.03
     #: The first layer's initial weights, relative to Glorot's (as `DHBM.INIT_SCALE`).
     INIT_SCALE = 3.0
+    #: A weight beyond this after a plain SGD update means the step diverged: it is undone.
+    #: Trained weights stay below 1 on LED and Waveform (`paper()`, 20,000 rows).
+    DIVERGED = 100.0
 
     # models pickled before these settings existed go on learning as they did
     steps, warm_start, init, optimizer = 1, None, "glorot", "sgd"
@@ -286,12 +296,22 @@ class PseudoLabelMLP(HybridClassifier):
             mask = np.empty(0)
         beta = scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
         beta *= self.learn_unlabeled
+        # a plain SGD step grows with the features (Adam's is bounded by the step size): keep
+        # the weights to undo a step that diverged (see the Notes)
+        before = self._theta.copy() if self.optimizer == "sgd" else None
         mlp_kernels.mlp_update(
             X, y, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
             self._kind, mask, keep, float(self.learning_rate), self._upper_lr(), beta,
             self._grad, self._moments, self._adam_steps + 1, steps, n_batch,
         )
         self._adam_steps += steps
+        bound = self.DIVERGED
+        if before is not None and not (-bound <= self._theta.min() and self._theta.max() <= bound):
+            self._theta[:] = before
+            warnings.warn(
+                f"PseudoLabelMLP: an SGD update diverged (a weight beyond {bound:g}) and was "
+                "undone; scale the features or lower learning_rate", RuntimeWarning, stacklevel=2
+            )
 
     def _upper_lr(self) -> float:
         """Step of the hidden layers above the first."""

@@ -9,11 +9,29 @@ import numpy as np
 from river import base
 from river.datasets import base as datasets_base
 
-__all__ = ["LabelMask", "LabeledOnly"]
+__all__ = ["LabelMask", "LabeledOnly", "is_missing_label"]
 
 # The mask is drawn in blocks of this many instances (rounded up to whole label batches), so it
 # depends only on the seed, never on how the caller chunks the stream.
 _MASK_BLOCK = 4096
+
+
+def is_missing_label(y) -> bool:
+    """Whether label `y` means "unlabeled": None, or a value that does not equal itself (NaN
+    of any float type, NaT, pandas' NA). The same rule as the models of `river_dhbm`
+    (`learn_one`, `learn_many`, `learn_arrays`): one meaning for a missing label everywhere.
+
+    >>> import math
+    >>> [is_missing_label(y) for y in (None, math.nan, 0, "a")]
+    [True, True, False, False]
+
+    """
+    if y is None:
+        return True
+    try:
+        return bool(y != y)
+    except (TypeError, ValueError, ArithmeticError):  # pandas' NA, a signalling Decimal NaN
+        return True
 
 
 class LabelMask(datasets_base.SyntheticDataset):
@@ -280,7 +298,8 @@ class LabeledOnly(base.Wrapper, base.Classifier):
 
     It learns only the instances whose label is kept (`labeled=True`), then the delayed labels
     due (`late`, see `LabelMask`'s `delay`), and accepts, and ignores, the keywords that
-    `evaluate.progressive_val_score` also passes to predictions.
+    `evaluate.progressive_val_score` also passes to predictions. A missing label (None, NaN,
+    NaT, pandas' NA: `is_missing_label`) is not learnt, as by this package's models.
 
     Parameters
     ----------
@@ -321,10 +340,11 @@ class LabeledOnly(base.Wrapper, base.Classifier):
     def learn_one(self, x, y=None, labeled: bool = True, late=(), **kwargs):
         # Other keywords (e.g. a sample weight `w`) go to the classifier; `late` holds the
         # `(x, y)` rows whose delayed label is due now (`LabelMask(delay=...)`).
-        if labeled and y is not None:
+        if labeled and not is_missing_label(y):
             self.classifier.learn_one(x, y, **kwargs)
         for x_late, y_late in late:
-            self.classifier.learn_one(x_late, y_late)
+            if not is_missing_label(y_late):
+                self.classifier.learn_one(x_late, y_late)
 
     def predict_proba_one(self, x, **kwargs):
         return self.classifier.predict_proba_one(x)

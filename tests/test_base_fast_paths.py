@@ -30,7 +30,9 @@ def _fitted():
         {"c": 0.5, "b": 1.0, "a": -2.0},  # another order
         {"a": 0.5, "b": 1.0},  # a missing feature
         {"a": 0.5, "b": 1.0, "c": 2.0, "z": 3.0},  # an unseen feature
-        {"a": 2**70, "b": 1.0, "c": 0.0},  # an int beyond int64
+        {"a": 2**19, "b": 1.0, "c": 0.0},  # an int
+        {"a": 1e6, "b": -1e6, "c": 0.0},  # the bound itself
+        {"a": 9e5, "b": 9e5, "c": 9e5},  # within the bound, a norm beyond it: the loop's
     ],
 )
 def test_row_fast_path_matches_the_loop(x):
@@ -45,7 +47,7 @@ def test_row_fast_path_matches_the_loop(x):
 @pytest.mark.parametrize(
     "value, error",
     [(float("nan"), ValueError), (float("inf"), ValueError), ("1.0", TypeError),
-     (10**400, OverflowError), (None, TypeError), (1j, TypeError), (Decimal("1.5"), TypeError),
+     (10**400, ValueError), (2**70, ValueError), (1e6 + 1, ValueError), (-1e308, ValueError), (None, TypeError), (1j, TypeError), (Decimal("1.5"), TypeError),
      (np.array(0.5), TypeError), (np.float64("nan"), ValueError)],
 )
 def test_row_fast_path_rejects_bad_values(value, error):
@@ -54,10 +56,10 @@ def test_row_fast_path_rejects_bad_values(value, error):
         model._row({"a": 0.5, "b": value, "c": 0.0})
 
 
-def test_huge_finite_values_are_accepted():
+def test_huge_finite_values_are_refused_as_non_finite_ones():
     model = _fitted()
-    row = model._row({"a": 1e308, "b": 1e308, "c": 0.0})[0]
-    assert row.tolist() == [1e308, 1e308, 0.0]  # the sum overflows, the values do not
+    with pytest.raises(ValueError, match=r"Feature 'a' has out-of-range value 1e\+308 "):
+        model._row({"a": 1e308, "b": 1e308, "c": 0.0})
 
 
 def test_predict_one_is_the_argmax_of_predict_proba_one():

@@ -179,7 +179,8 @@ def test_predict_one_breaks_ties_as_river_does():
         ({1: "on"}, TypeError, "Feature 1 has non-numeric value 'on'"),
         ({1: None}, TypeError, "Feature 1 has non-numeric value None"),
         ({3: np.array(0.5)}, TypeError, "Feature 3 has non-numeric value array"),
-        ({4: 10**400}, OverflowError, "int too large"),
+        ({4: 10**400}, ValueError, "Feature 4 has out-of-range value 1000"),
+        ({5: 1e200}, ValueError, r"Feature 5 has out-of-range value 1e\+200"),
     ],
 )
 @pytest.mark.parametrize("name", ["dhbm-mf", "dhda"])
