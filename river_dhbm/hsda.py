@@ -13,6 +13,7 @@ from .base import (
     _check_bool,
     _check_choice,
     _check_hidden_sizes,
+    _check_int,
     _check_non_negative,
     _check_positive,
     _check_probability,
@@ -47,6 +48,12 @@ class HSDA(HybridClassifier):
         error, decoders with the hidden `activation`).
     learning_rate
         Step size of every parameter.
+    optimizer
+        `"adam"` (Kingma & Ba, 2015; Adam counts every step) or `"sgd"` (plain gradient
+        steps, the papers' and `paper()`'s).
+    discriminative_weight
+        Weight of each layer's predictor loss `-log p_l(y | h^l)` against its reconstruction
+        loss (1: the papers' plain sum).
     alpha
         Weight of the labeled rows' loss.
     beta
@@ -62,6 +69,17 @@ class HSDA(HybridClassifier):
         `"hard"` (its predicted class).
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
+    init
+        Initial weights of every layer: `"centred"` (Glorot's bound times `INIT_SCALE`, each
+        unit's bias putting its hyperplane through a random point of the layer's input box
+        [0, 1]^H, as `DHDA`'s first layer) or `"glorot"` (Glorot's bound, biases 0: the
+        papers' and `paper()`'s).
+    steps
+        Gradient steps each update takes, each on the mini-batch and its own replayed rows
+        (one kernel call either way; see `DHBM`).
+    warm_start
+        Labeled rows up to which every update takes `steps` steps, fewer after (see `DHBM`);
+        `None`: always `steps`.
     learn_unlabeled
         `False` turns off all learning from unlabeled rows (each layer's reconstruction of
         them, the proxy labels) and nothing else: the ablation of `DHBM`'s parameter.
@@ -170,11 +188,24 @@ class HSDA(HybridClassifier):
         "dropout": 0.5,
         "pseudo_label": "hard",
         "activation": "sigmoid",
+        "optimizer": "sgd",
+        "discriminative_weight": 1.0,
+        "init": "glorot",
+        "steps": 1,
+        "warm_start": None,
         "replay": 0,
         "confidence": None,
         "weighted_layers": False,
         "batch_size": 20,
     }
+
+    #: `init="centred"`: every layer's initial weights, relative to Glorot's (as `DHDA`'s).
+    INIT_SCALE = 3.0
+
+    # models pickled before these settings existed go on learning as they did
+    steps, warm_start, init, optimizer, discriminative_weight = 1, None, "glorot", "sgd", 1.0
+    _moments = np.zeros(0)
+    _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
 
     #: `weighted_layers`: each layer's running log-loss forgets at this rate per labeled row
     #: (a memory of about 1,000 labels) ...
@@ -187,16 +218,21 @@ class HSDA(HybridClassifier):
         hidden_sizes: tuple = (64,),
         corruption: float = 0.0,
         loss: str = "ce",
-        learning_rate: float = 0.015,
+        learning_rate: float = 0.003,
+        optimizer: str = "adam",
+        discriminative_weight: float = 10.0,
         alpha: float = 1.0,
         beta: float = 0.1,
         beta_schedule: tuple | None = None,
         dropout: float = 0.0,
         pseudo_label: str = "soft",
-        activation: str = "sigmoid",
+        activation: str = "relu",
+        init: str = "centred",
+        steps: int = 8,
+        warm_start: int | None = 250,
         learn_unlabeled: bool = True,
         weighted_layers: bool = True,
-        replay: int = 4,
+        replay: int = 20,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
         batch_size: int = 20,
@@ -207,12 +243,17 @@ class HSDA(HybridClassifier):
         self.corruption = corruption
         self.loss = loss
         self.learning_rate = learning_rate
+        self.optimizer = optimizer
+        self.discriminative_weight = discriminative_weight
         self.alpha = alpha
         self.beta = beta
         self.beta_schedule = beta_schedule
         self.dropout = dropout
         self.pseudo_label = pseudo_label
         self.activation = activation
+        self.init = init
+        self.steps = steps
+        self.warm_start = warm_start
         self.learn_unlabeled = learn_unlabeled
         self.weighted_layers = weighted_layers
         self.replay = replay
@@ -227,6 +268,12 @@ class HSDA(HybridClassifier):
         _check_probability("corruption", self.corruption)
         _check_choice("loss", self.loss, _LOSSES)
         _check_positive("learning_rate", self.learning_rate)
+        _check_choice("optimizer", self.optimizer, kernels.OPTIMIZERS)
+        _check_non_negative("discriminative_weight", self.discriminative_weight)
+        _check_choice("init", self.init, kernels.INITS)
+        _check_int("steps", self.steps, 1)
+        if self.warm_start is not None:
+            _check_int("warm_start", self.warm_start, 1)
         _check_non_negative("alpha", self.alpha)
         _check_non_negative("beta", self.beta)
         _check_beta_schedule(self.beta_schedule)
@@ -269,12 +316,21 @@ class HSDA(HybridClassifier):
         self._dec_kind = kernels.SIGMOID if self.loss == "ce" else self._kind
         self._layout(0)
         theta = np.zeros(self._bases[-1])
+        centred = self.init == "centred"
         for l in range(len(self.hidden_sizes)):
             fan_in, fan_out = self._sizes[l], self._sizes[l + 1]
             bound = np.sqrt(6.0 / (fan_in + fan_out))
             o = self._bases[l] + self._offs[l, 0, kernels.COL_W]
-            theta[o : o + fan_in * fan_out] = self._rng.uniform(-bound, bound, fan_in * fan_out)
+            W = self._rng.uniform(-bound, bound, fan_in * fan_out)
+            if centred:  # each layer's units cut its input box (`kernels.centred_biases`)
+                W *= self.INIT_SCALE
+                b = self._bases[l] + self._offs[l, 0, kernels.COL_B]
+                theta[b : b + fan_out] = kernels.centred_biases(W.reshape(fan_in, fan_out),
+                                                                self._rng)
+            theta[o : o + fan_in * fan_out] = W
         self._theta = theta
+        self._moments = kernels.adam_moments(theta, self.optimizer)
+        self._adam_steps = 0
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0)
         self._layer_loss = np.zeros(len(self.hidden_sizes))
@@ -287,6 +343,12 @@ class HSDA(HybridClassifier):
             )
             for l in range(len(self.hidden_sizes))
         ]
+        if self._moments.size:  # Adam's first and second moments, each regrown as `theta`
+            self._moments = np.concatenate([
+                kernels.regrow_classes(half[self._bases[l] : self._bases[l + 1]],
+                                       self._sizes[l : l + 2], C - 1, C)
+                for half in self._moments.reshape(2, -1) for l in range(len(self.hidden_sizes))
+            ])
         self._theta = np.concatenate(blocks)
         self._layout(C)
         self._grad = np.zeros_like(self._theta)
@@ -310,7 +372,9 @@ class HSDA(HybridClassifier):
                     self._offs, self._sizes, self._hcum, len(self._classes), self._kind,
                     1.0 - self.dropout, self.LAYER_LOSS_DECAY, self._layer_loss,
                 )
-        X, y = scarce_labels.learning_batch(self, X, y, P)
+        n_batch = len(X)
+        steps = scarce_labels.steps_at(self, self.n_labeled_seen)
+        X, y = scarce_labels.learning_batch(self, X, y, P, rounds=steps)
         n = X.shape[0]
         rng = self._rng
         if self.dropout > 0:
@@ -327,8 +391,10 @@ class HSDA(HybridClassifier):
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse",
             float(self.learning_rate), float(self.alpha),
             beta_at(self.beta, self.beta_schedule, self.n_updates) * self.learn_unlabeled,
-            self.pseudo_label == "hard", mask, kappa, self._layer_weights(),
+            float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
+            self._layer_weights(), self._moments, self._adam_steps + 1, steps, n_batch,
         )
+        self._adam_steps += steps
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         return hsda_kernels.hsda_proba(
