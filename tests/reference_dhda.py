@@ -270,8 +270,9 @@ def hsda_total_loss(p, stats, k, kind, loss, m):
     )
 
 
-def hsda_gradients(p, stats, k, kind, loss, m):
-    """Hand-written gradients of `hsda_total_loss` (inputs, targets, masks fixed)."""
+def hsda_gradients(p, stats, k, kind, loss, m, disc=1.0):
+    """Hand-written gradients of `hsda_total_loss` (inputs, targets, masks fixed), the
+    predictors' loss weighted `disc`."""
     inputs, T, w = stats
     g = {key: [np.zeros_like(a) for a in p[key]] for key in ("W", "b", "c", "U", "d")}
     dec_kind = "sigmoid" if loss == "ce" else kind
@@ -285,7 +286,7 @@ def hsda_gradients(p, stats, k, kind, loss, m):
         e = w[:, None] * (1.0 if l == 0 else m[l - 1]) * e
         g["W"][l] += e.T @ mu
         g["c"][l] += e.sum(axis=0)
-        G = w[:, None] * (softmax(mu @ p["U"][l] + p["d"][l]) - T)
+        G = disc * w[:, None] * (softmax(mu @ p["U"][l] + p["d"][l]) - T)
         g["U"][l] += mu.T @ G
         g["d"][l] += G.sum(axis=0)
         delta = (e @ p["W"][l] + G @ p["U"][l].T) * m[l] * phi_prime_from_output(mu, kind)

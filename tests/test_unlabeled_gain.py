@@ -8,9 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from river_dhbm import DHBM, DHDA, SBEN
+from river_dhbm import DHBM, DHDA, HSDA, SBEN
 
 HYBRIDS = {"DHBM": DHBM, "DHDA": DHDA, "SBEN": SBEN}
+#: The HSDA's unlabeled rows do not pay on the clusters (-0.003 +- 0.004, its Notes): it is held
+#: to the second test only.
+ALL = {**HYBRIDS, "HSDA": HSDA}
 
 
 def _clusters(n, seed, k=10, d=50, sd=0.45):
@@ -56,10 +59,10 @@ def test_unlabeled_rows_pay_where_the_classes_are_clusters(name):
     assert gains.min() > 0.02, gains
 
 
-@pytest.mark.parametrize("name", HYBRIDS)
+@pytest.mark.parametrize("name", ALL)
 def test_unlabeled_rows_cost_little_where_they_carry_nothing(name):
     """10 % labels on a noisy hyperplane (at 1 % the DHBM loses about 0.01: see its Notes)."""
-    gains = _gains(HYBRIDS[name], _hyperplane, 0.1)
+    gains = _gains(ALL[name], _hyperplane, 0.1)
     assert gains.mean() > -0.01, gains
 
 

@@ -1,4 +1,4 @@
-"""The HSDA's learning step and prediction (the DHDA's layer-wise predecessor), each ONE Numba
+"""The HSDA's learning steps and prediction (the DHDA's layer-wise predecessor), each ONE Numba
 call per mini-batch. Layouts follow `network`; the layer blocks are described below.
 """
 
@@ -8,9 +8,9 @@ import numpy as np
 from numba import njit
 
 from river_dhbm._kernels.build import INNER
-
 from river_dhbm._kernels.dhda import dhda_sweep, encoder_backward, reconstruction_delta
 from river_dhbm._kernels.gradients import (
+    adam_direction,
     discriminative_delta,
     label_targets,
     sgd_step,
@@ -24,6 +24,7 @@ from river_dhbm._kernels.network import (
     layer,
     widest,
 )
+from river_dhbm._kernels.replay import step_rows
 
 # --------------------------------------------------------------------------- HSDA
 # The layer-wise predecessor: layer l is a one-hidden-layer hybrid DAE of its own, laid out by
@@ -95,7 +96,24 @@ def hsda_track_layers(X, y, theta, bases, offs, sizes, hcum, n_classes, kind, sc
 
 @njit(cache=True)
 def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, dec_kind, mse, lr,
-                alpha, beta, hard, mask, kappa, lw):
+                alpha, beta, disc_weight, hard, mask, kappa, lw, moments, step, steps, n_batch):
+    """`steps` learning steps of the HSDA (`hsda_step`), in place: `X [n_batch + steps * R,
+    D]` holds the mini-batch, then `R` replayed rows for each step; step `s` learns the
+    mini-batch with its own `R` rows (`scarce_labels.step_rows`, as `dhda_update`), with the
+    same dropout and corruption masks. With `moments` (Adam's, `[2 * theta.size]`; empty:
+    plain gradient steps) step `s` is Adam's step number `step + s`."""
+    rows = n_batch + (X.shape[0] - n_batch) // steps
+    xs = np.empty((rows, X.shape[1]), X.dtype)
+    ys = np.empty(rows, np.int64)
+    for s in range(steps):
+        step_rows(X, y, n_batch, s, steps, xs, ys)
+        hsda_step(xs, ys, theta, grad, bases, offs, sizes, hcum, n_classes, kind, dec_kind, mse,
+                  lr, alpha, beta, disc_weight, hard, mask, kappa, lw, moments, step + s)
+
+
+@njit(cache=True, inline="always")  # one caller: typed there, optimised once
+def hsda_step(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, dec_kind, mse, lr,
+              alpha, beta, disc_weight, hard, mask, kappa, lw, moments, step):
     """One learning step of the HSDA on a mixed mini-batch, in place.
 
     1. clean pass (dropout `mask`) -> each layer's input, and the ensemble `p(y | x)` (layer
@@ -105,9 +123,10 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
     3. every layer `l`, on its input `u` (X, or the clean `h^{l-1}`) held fixed: corrupted
        encoding `mu = mask^l * phi(hat(u) W^l + b^l)` (`kappa` block of the layer's input,
        flat, or empty for no corruption), then the exact gradient of
-       `sum_r wrow[r] (recon(u | mu) + -log p_l(T_r | mu))` of its own parameters (dropped
-       input units are not scored);
-    4. `theta -= lr * grad` for all layers at once.
+       `sum_r wrow[r] (recon(u | mu) + disc_weight * -log p_l(T_r | mu))` of its own
+       parameters (dropped input units are not scored);
+    4. `theta -= lr * grad` for all layers at once; with `moments` not empty, `grad` is first
+       replaced by Adam's direction (`gradients.adam_direction`, update number `step`).
     """
     n = X.shape[0]
     L = sizes.shape[0] - 1
@@ -116,9 +135,12 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
     P = np.empty((n, C))
     T = np.zeros((n, C))
     wrow = np.zeros(n)
+    wdisc = np.zeros(n)
     no_mirror = np.empty(0)  # the products read the transposes from theta itself
     hsda_forward(X, theta, bases, offs, sizes, hcum, C, kind, mask, 1.0, lw, act, P)
     subset_weights(y, n, alpha, beta, wrow)
+    for r in range(n):
+        wdisc[r] = disc_weight * wrow[r]
     label_targets(y, P, n, C, hard, T)
 
     use_mask = mask.size > 0
@@ -148,11 +170,13 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
         if C > 0:
             Pl = np.empty((n, C))
             joint_proba(mu, n, th, offs[l], sub, hc, C, Pl)
-            discriminative_delta(mu, n, Pl, T, wrow, th, no_mirror, offs[l], sub, hc, C, kind, m,
+            discriminative_delta(mu, n, Pl, T, wdisc, th, no_mirror, offs[l], sub, hc, C, kind, m,
                                  delta, gr)
         reconstruction_delta(mu, u, wrow, th, no_mirror, offs[l], sub, hc, kind, dec_kind, mse, m,
                              in_mask, gr, delta)
         encoder_backward(xhat, spare, spare, delta, n, sub, hc, offs[l], gr)
+    if moments.size > 0:
+        adam_direction(grad, moments, step)
     sgd_step(theta, grad, lr)
 
 
