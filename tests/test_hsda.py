@@ -367,8 +367,8 @@ def test_centred_layers_cut_their_input_box():
     for l in range(2):
         sizes = centred._sizes[l : l + 2]
         t = centred._theta[centred._bases[l] : centred._bases[l + 1]]
-        W = kernels.matrix(t, centred._offs[l], sizes, 0, kernels.COL_W)
-        b = kernels.vector(t, centred._offs[l], sizes, 0, kernels.COL_B)
+        W = from_python(kernels.matrix)(t, centred._offs[l], sizes, 0, kernels.COL_W)
+        b = from_python(kernels.vector)(t, centred._offs[l], sizes, 0, kernels.COL_B)
         bound = HSDA.INIT_SCALE * np.sqrt(6 / sizes.sum())
         assert np.abs(W).max() <= bound and np.abs(W).max() > bound / HSDA.INIT_SCALE
         # -b_j = point . W[:, j] for a point of the box: between the sums of W's negative and
@@ -376,7 +376,8 @@ def test_centred_layers_cut_their_input_box():
         assert (np.minimum(W, 0).sum(0) <= -b).all() and (-b <= np.maximum(W, 0).sum(0)).all()
         assert np.count_nonzero(b) == sizes[1]
     t0 = glorot._theta[: glorot._bases[1]]
-    W0 = kernels.matrix(t0, glorot._offs[0], glorot._sizes[:2], 0, kernels.COL_W)
+    W0 = from_python(kernels.matrix)(t0, glorot._offs[0], glorot._sizes[:2], 0, kernels.COL_W)
     np.testing.assert_array_equal(
-        kernels.matrix(centred._theta, centred._offs[0], centred._sizes[:2], 0, kernels.COL_W),
+        from_python(kernels.matrix)(
+            centred._theta, centred._offs[0], centred._sizes[:2], 0, kernels.COL_W),
         HSDA.INIT_SCALE * W0)
