@@ -5,7 +5,8 @@ import sys, numpy as np
 HERE = __import__("pathlib").Path(__file__).parent; sys.path.insert(0, str(HERE.parents[3] / "tests")); sys.path.insert(0, str(HERE))
 from test_unlabeled_gain import _clusters, _hyperplane
 from align_probe_data import bananas
-from river_dhbm import DHDA, dhda_kernels
+from river_dhbm import DHDA
+from river_dhbm._kernels import dhda as dhda_kernels
 
 class Probe(DHDA):
     def _update(self, X, y, P=None):

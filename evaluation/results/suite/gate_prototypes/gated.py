@@ -1,7 +1,8 @@
 """Prototype gates on the DHDA (Python-side probes: three extra step calls per update)."""
 import numpy as np
 import river_dhbm
-from river_dhbm import DHDA, dhda_kernels
+from river_dhbm import DHDA
+from river_dhbm._kernels import dhda as dhda_kernels
 
 
 class GatedDHDA(DHDA):
@@ -48,7 +49,8 @@ class GatedDHDA(DHDA):
 river_dhbm.GatedDHDA = GatedDHDA
 
 
-from river_dhbm import DHBM, dhbm_kernels
+from river_dhbm import DHBM
+from river_dhbm._kernels import dhbm as dhbm_kernels
 
 
 class GatedDHBM(DHBM):
