@@ -3,9 +3,8 @@
 Each model's learning kernel is one Numba function that calls all the others, so whether it
 was compiled into this source's cache directory (`build.cache_dir`, where a marker file is
 left when it is) says whether the first update will compile (seconds) or load (a fraction of
-a second). The figures quoted are the measured CPU
-time to the first prediction after one update with an empty cache
-(`python -m evaluation bench first_use`). Only the learning kernel is looked at: the
+a second). The figures quoted are the measured seconds from a fresh process to the first
+prediction after one update with an empty cache (`python -m evaluation bench first_use`). Only the learning kernel is looked at: the
 prediction kernels compile in about a second, and `test_then_train_arrays`' run kernel (the
 DHBM's) compiles after the update kernel it shares most of its code with.
 """
