@@ -47,7 +47,8 @@ def test_row_fast_path_matches_the_loop(x):
 @pytest.mark.parametrize(
     "value, error",
     [(float("nan"), ValueError), (float("inf"), ValueError), ("1.0", TypeError),
-     (10**400, ValueError), (2**70, ValueError), (1e6 + 1, ValueError), (-1e308, ValueError), (None, TypeError), (1j, TypeError), (Decimal("1.5"), TypeError),
+     (10**400, ValueError), (2**70, ValueError), (1e6 + 1, ValueError), (-1e308, ValueError),
+     (None, TypeError), (1j, TypeError), (Decimal("1.5"), TypeError),
      (np.array(0.5), TypeError), (np.float64("nan"), ValueError)],
 )
 def test_row_fast_path_rejects_bad_values(value, error):

@@ -219,7 +219,7 @@ def test_recognition_kl_gradient_by_finite_differences(kind, dropout, mirror):
         act, np.concatenate([m.ravel() for m in mu]), n, hcum, wrow, kind, mask, delta)
     from_python(G.net_backward)(
         X, act, delta, theta, _mirror(theta, off, sizes, 3, mirror), off, sizes, hcum,
-                   K.COL_R, K.COL_RB, True, kind, mask, grad)
+        K.COL_R, K.COL_RB, True, kind, mask, grad)
     idx = _ranges(off, sizes, (K.COL_R, K.COL_RB), 3)
     num = _numeric_grad(
         lambda t: ref.kl_loss(X, ref.unpack(t, sizes, 3, off), mu, wrow, kind, masks), theta, idx
@@ -248,10 +248,10 @@ def test_discriminative_gradient_by_finite_differences(kind, dropout, mirror):
     mt = _mirror(theta, off, sizes, C, mirror)
     from_python(G.discriminative_delta)(
         act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, kind, mask, delta,
-                           grad)
+        grad)
     from_python(G.net_backward)(
         X, act, delta, theta, mt, off, sizes, hcum, K.COL_R, K.COL_RB, True, kind, mask,
-                   grad)
+        grad)
     L = len(sizes) - 1
     idx = np.concatenate([_ranges(off, sizes, (K.COL_R, K.COL_RB, K.COL_U), C),
                           np.arange(off[L, 1], off[L, 1] + C)])
@@ -278,10 +278,10 @@ def test_encoder_backward_uses_the_chosen_columns(mirror):
     mt = _mirror(theta, off, sizes, C, mirror)
     from_python(G.discriminative_delta)(
         act, n, P, T, wrow, theta, mt, off, sizes, hcum, C, K.SIGMOID, empty,
-                           delta, grad)
+        delta, grad)
     from_python(G.net_backward)(
         X, act, delta, theta, mt, off, sizes, hcum, K.COL_W, K.COL_B, False, K.SIGMOID,
-                   empty, grad)
+        empty, grad)
 
     def loss(t):
         Pm = ref.unpack(t, sizes, C, off)

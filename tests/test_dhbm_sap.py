@@ -73,9 +73,9 @@ def test_several_sweeps_move_the_particles_and_count_the_last():
         one._theta, one._off, one._sizes, len(one.classes_), mirror)
     from_python(dhbm_phases.sap_sweep)(
         one._part_x, one._part_h, one._part_y, one._empty, noise_h[: M * A],
-                          noise_v[: M * D + M], 0.0, one._theta, mirror, scratch, one._off,
-                          one._sizes, one._hcum, len(one.classes_), one._kind,
-                          one._work["zbuf"])
+        noise_v[: M * D + M], 0.0, one._theta, mirror, scratch, one._off,
+        one._sizes, one._hcum, len(one.classes_), one._kind,
+        one._work["zbuf"])
     assert not scratch.any()
     one._rng = _Replay(noise_h[M * A :], noise_v[M * D + M :])
     two.learn_arrays(X[20:40], y[20:40], labeled[20:40])

@@ -367,7 +367,7 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
         rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
         from_python(dhda_kernels.dhda_step)(
             X[rows], y[rows].copy(), expected, np.zeros_like(expected), *args,
-                               expected_moments, 4 + s)
+            expected_moments, 4 + s)
     assert not np.allclose(got, theta)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got_moments, expected_moments, rtol=1e-12, atol=1e-16)

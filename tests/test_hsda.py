@@ -313,10 +313,10 @@ def test_new_class_grows_every_layer():
     for l in range(2):
         old = from_python(kernels.label_weights)(
             before[l], kernels.param_layout(model._sizes[l : l + 2], 2),
-                                    model._sizes[l : l + 2], 0, 2)
+            model._sizes[l : l + 2], 0, 2)
         new = from_python(kernels.label_weights)(
             model._theta[model._bases[l] : model._bases[l + 1]],
-                                    model._offs[l], model._sizes[l : l + 2], 0, 3)
+            model._offs[l], model._sizes[l : l + 2], 0, 3)
         np.testing.assert_array_equal(new[:, :2], old)
         np.testing.assert_array_equal(new[:, 2], 0.0)
 

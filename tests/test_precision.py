@@ -29,7 +29,7 @@ def test_gemm_refuses_mixed_precision():
     with pytest.raises(TypingError, match="all float64 or all float32"):
         from_python(gemm)(
             np.ones((2, 2), np.float32), np.ones((2, 2)), np.zeros((2, 2)), 1.0, 0.0, False,
-             False)
+            False)
 
 
 def _stream(n=400, d=12, seed=0):

@@ -156,8 +156,8 @@ def test_pseudo_labels_are_the_prediction_mode_argmax():
         theta = model._theta.copy()
         from_python(mlp_kernels.mlp_step)(
             Xb, labels, theta, model._off, model._sizes, model._hcum, 3,
-                             model._kind, mask, 0.5, 0.05, 0.05, 1.0, np.zeros_like(theta),
-                             np.zeros(0), 1)
+            model._kind, mask, 0.5, 0.05, 0.05, 1.0, np.zeros_like(theta),
+            np.zeros(0), 1)
         steps.append(theta)
     assert not np.array_equal(steps[0], model._theta)
     np.testing.assert_array_equal(steps[0], steps[1])
@@ -375,7 +375,7 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
         rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
         from_python(mlp_kernels.mlp_step)(
             X[rows], y[rows], expected, *args, np.zeros_like(expected),
-                             expected_m, 4 + s)
+            expected_m, 4 + s)
     assert not np.allclose(got, model._theta)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got_m, expected_m, rtol=1e-12, atol=1e-16)

@@ -4,9 +4,10 @@ Each model's learning kernel is one Numba function that calls all the others, so
 was compiled into this source's cache directory (`build.cache_dir`, where a marker file is
 left when it is) says whether the first update will compile (seconds) or load (a fraction of
 a second). The figures quoted are the measured seconds from a fresh process to the first
-prediction after one update with an empty cache (`python -m evaluation bench first_use`). Only the learning kernel is looked at: the
-prediction kernels compile in about a second, and `test_then_train_arrays`' run kernel (the
-DHBM's) compiles after the update kernel it shares most of its code with.
+prediction after one update with an empty cache (`python -m evaluation bench first_use`).
+Only the learning kernel is looked at: the prediction kernels compile in about a second, and
+`test_then_train_arrays`' run kernel (the DHBM's) compiles after the update kernel it shares
+most of its code with.
 """
 
 from __future__ import annotations
