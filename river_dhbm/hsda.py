@@ -142,7 +142,8 @@ class HSDA(HybridClassifier):
     settings) 0.830 / 0.766 / 0.542 (`LogisticRegression` 0.811 / 0.722 / 0.549, seeds 1-3,
     docs/results.md). LED stays 0.05 short of the linear model at 10 % labels. Each mechanism
     against the defaults (same runs): `discriminative_weight=1` costs digits 0.021 and LED
-    0.013 at 100 %, Bananas 0.013 at 10 %; `init="glorot"` costs Bananas 0.06 and Phishing 0.02 at 100 % and 10 % (it gains digits 0.01-0.02, as for the
+    0.013 at 100 %, Bananas 0.013 at 10 %; `init="glorot"` costs Bananas 0.06 and Phishing 0.02
+    at 100 % and 10 % (it gains digits 0.01-0.02, as for the
     DHDA); sigmoid units leave Bananas at 0.54.
 
     Unlabeled rows (against the `learn_unlabeled=False` ablation, same runs; mean ± s.e. of
@@ -152,7 +153,8 @@ class HSDA(HybridClassifier):
     +0.085 ± 0.042 at 1 % labels (0.542 against 0.458), +0.034 ± 0.000 at 10 %. Elsewhere
     at 1 % labels: Waveform +0.018 ± 0.006, LED +0.016 ± 0.012, Bananas +0.009 ± 0.007,
     digits +0.006 ± 0.007, Phishing +0.002, SEA -0.004 ± 0.004; at 10 % at most +0.008
-    (digits), at 100 % none. On ten Gaussian clusters in 50-D at 0.5 % labels (`tests/test_unlabeled_gain.py`, 3 seeds of
+    (digits), at 100 % none. On ten Gaussian clusters in 50-D at 0.5 % labels
+    (`tests/test_unlabeled_gain.py`, 3 seeds of
     6,000 rows, array path) -0.003 ± 0.004, where the DHDA gains +0.055: the HSDA does not
     meet issue 27's bar of +0.02 there. On the array path without a scaler Bananas loses
     0.026 ± 0.018 at 1 % and 0.020 ± 0.005 at 10 % (noisy hyperplane: -0.002 at 1 %,
