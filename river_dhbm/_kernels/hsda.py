@@ -99,7 +99,7 @@ def hsda_update(X, y, theta, grad, bases, offs, sizes, hcum, n_classes, kind, de
                 alpha, beta, disc_weight, hard, mask, kappa, lw, moments, step, steps, n_batch):
     """`steps` learning steps of the HSDA (`hsda_step`), in place: `X [n_batch + steps * R,
     D]` holds the mini-batch, then `R` replayed rows for each step; step `s` learns the
-    mini-batch with its own `R` rows (`scarce_labels.step_rows`, as `dhda_update`), with the
+    mini-batch with its own `R` rows (`replay.step_rows`, as `dhda_update`), with the
     same dropout and corruption masks. With `moments` (Adam's, `[2 * theta.size]`; empty:
     plain gradient steps) step `s` is Adam's step number `step + s`."""
     rows = n_batch + (X.shape[0] - n_batch) // steps

@@ -21,7 +21,7 @@ def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_c
     """One update of every block, bottom-up, each a 1-layer DHBM step (`dhbm_update`), taken
     `steps` times: `X` holds the mini-batch (`n_batch` rows) and `R` replayed rows for each
     step, and step `s` runs every block on the mini-batch and its own rows
-    (`scarce_labels.step_rows`), Adam's step number `step + s`, with the update's masks and
+    (`replay.step_rows`), Adam's step number `step + s`, with the update's masks and
     draws.
 
     Block `b` owns `theta[boff[b]:boff[b+1]]` laid out by `offs[b]` (`param_layout` of
