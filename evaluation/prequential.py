@@ -12,7 +12,16 @@ import numpy as np
 from .curve import PrequentialResult, _Curve
 from .delayed import DelayedLabels
 
-__all__ = ["PrequentialResult", "prequential", "takes_unlabeled"]
+__all__ = ["PrequentialResult", "last_step", "prequential", "takes_unlabeled"]
+
+
+def last_step(model):
+    """The learner at the end of a River pipeline (nested ones included), or `model` itself."""
+    from river import compose
+
+    if isinstance(model, compose.Pipeline):
+        return last_step(list(model.steps.values())[-1])
+    return model
 
 
 def takes_unlabeled(model) -> bool:
@@ -23,10 +32,7 @@ def takes_unlabeled(model) -> bool:
     River's supervised models get only the labeled rows. A River `Pipeline` takes them when its
     last step does (the pipeline routes the `labeled` keyword to the steps that accept it).
     """
-    from river import compose
-
-    if isinstance(model, compose.Pipeline):
-        return takes_unlabeled(list(model.steps.values())[-1])
+    model = last_step(model)
     return bool(getattr(model, "_semi_supervised", False)) or hasattr(model, "learn_arrays")
 
 

@@ -14,22 +14,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .prequential import last_step
+
 __all__ = ["compiles", "warm_up"]
-
-
-def _last_step(model):
-    """The learner at the end of a River pipeline, or `model` itself."""
-    from river import compose
-
-    if isinstance(model, compose.Pipeline):
-        return _last_step(list(model.steps.values())[-1])
-    return model
 
 
 def compiles(model) -> bool:
     """Whether `model` (or the last step of a River pipeline) is one of this project's models,
     whose first use compiles kernels."""
-    return type(_last_step(model)).__module__.split(".")[0] == "river_dhbm"
+    return type(last_step(model)).__module__.split(".")[0] == "river_dhbm"
 
 
 def _mini_batch(n_rows: int, n_features: int):
@@ -54,7 +47,7 @@ def warm_up(models: Iterable[tuple[object, int]], arrays: bool = False) -> float
     for model, n_features in models:
         if not compiles(model):
             continue
-        batch_size = _last_step(model).batch_size
+        batch_size = last_step(model).batch_size
         if arrays and hasattr(model, "test_then_train_arrays"):
             X, y, labeled = _mini_batch(3 * batch_size, n_features)
             model.test_then_train_arrays(X, y, labeled)  # the first batch finds no class yet

@@ -32,14 +32,14 @@ def test_warm_up_teaches_one_mini_batch(arrays):
     peer = naive_bayes.GaussianNB()
     warmup.warm_up([(m, 5) for m in models] + [(peer, 5)], arrays=arrays)
     for model in models:
-        assert list(warmup._last_step(model).classes_) == [0, 1]
+        assert list(warmup.last_step(model).classes_) == [0, 1]
     assert not peer.class_counts  # left alone
 
 
 def test_every_jobs_runner_warms_up_first(monkeypatch):
     calls = []
     monkeypatch.setattr(warmup, "warm_up", lambda pairs, arrays=False: calls.append(
-        ([type(warmup._last_step(m)).__name__ for m, _ in pairs], arrays)))
+        ([type(warmup.last_step(m)).__name__ for m, _ in pairs], arrays)))
     suite.run(["led"], [0.5], ["dhbm-mf", "GaussianNB"], [1], instances=60, jobs=2,
               progress=False)
     assert calls == [(["DHBM", "GaussianNB"], False)]  # warm_up itself skips GaussianNB
