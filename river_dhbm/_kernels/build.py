@@ -22,7 +22,7 @@ import hashlib
 import os
 import pathlib
 
-__all__ = ["INNER", "NATIVE", "cache_dir", "caching_here"]
+__all__ = ["INNER", "NATIVE", "cache_dir", "caching_here", "kernels_dir"]
 
 #: Options of the kernels only other kernels call: no Python or C entry point to compile (a
 #: fifth of a model's first use). Tests call them through `tests/kernel_calls.py`.
@@ -68,15 +68,26 @@ def cache_dir() -> pathlib.Path:
     return base / f"kernels-{_stamp()}"
 
 
+_kernels_dir: pathlib.Path | None = None  # where `caching_here` put this process's kernels
+
+
+def kernels_dir() -> pathlib.Path:
+    """The cache directory of the kernels this process defined: `cache_dir()` as it was then
+    (an edit of a kernel's source after the import does not move it)."""
+    return _kernels_dir if _kernels_dir is not None else cache_dir()
+
+
 @contextlib.contextmanager
 def caching_here():
     """Kernels defined inside this block cache into `cache_dir()`: Numba reads its cache
     directory (`numba.config.CACHE_DIR`, the `NUMBA_CACHE_DIR` setting) when a cached function
     is defined; it is set back afterwards, so nothing else is affected."""
+    global _kernels_dir
     from numba.core import config
 
     previous = config.CACHE_DIR
-    config.CACHE_DIR = str(cache_dir())
+    _kernels_dir = cache_dir()
+    config.CACHE_DIR = str(_kernels_dir)
     try:
         yield
     finally:

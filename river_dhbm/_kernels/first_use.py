@@ -54,9 +54,9 @@ def _kernel_of(model):
 
 
 def _marker(where: str):
-    """The file saying that `where`'s kernel was compiled into this source's cache directory
-    (`build.cache_dir`, named after the kernels' source: an edit starts a new one)."""
-    return build.cache_dir() / f"{where.replace(':', '.')}.compiled"
+    """The file saying that `where`'s kernel was compiled into this process's kernel cache
+    directory (`build.kernels_dir`, named after the kernels' source: an edit starts a new one)."""
+    return build.kernels_dir() / f"{where.replace(':', '.')}.compiled"
 
 
 def is_cache_cold(where: str) -> bool:
@@ -79,8 +79,9 @@ def announce_compilation(model) -> None:
             f"(about {seconds} s, cached afterwards)",
             file=sys.stderr,
         )
+    marker = _marker(where)
     try:
-        _marker(where).parent.mkdir(parents=True, exist_ok=True)
-        _marker(where).touch()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
     except OSError:  # a read-only cache: the notice may come again, nothing else changes
         pass
