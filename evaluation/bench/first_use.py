@@ -4,7 +4,9 @@
 process of its own with an empty Numba cache (`NUMBA_CACHE_DIR` set to a new temporary
 directory), what a new user's first lines do: import `river_dhbm`, build the model with its
 defaults, learn one mini-batch of labeled rows (`learn_one`, LED-shaped) and predict one row;
-then the same with the cache warm (not with `--quick`). The models benchmark (`bench models`)
+then the same with the cache warm (not with `--quick`). With `--kernels` it says where each
+model's first use goes instead: the seconds Numba spends on each jitted function it compiles
+(`CompileClock`), and how much of the whole is LLVM's. The models benchmark (`bench models`)
 times the phases of the DHBM's start (`startup_times`).
 """
 
@@ -168,6 +170,104 @@ def first_use_time(model: str = "DHBM", cold: bool = True) -> dict:
             "cpu": marks["cpu"], "import": marks["import"], "notice": notice[0] if notice else ""}
 
 
+# ------------------------------------------------------------- where the first use goes
+
+
+class CompileClock:
+    """Numba's compile events (`numba.core.event`, kind "numba:compile") turned into each jitted
+    function's OWN seconds: the time its compilation took less the time of the compilations
+    it started (its callees, typed and compiled while it is typed). `register()` starts
+    listening; `kernels()` gives `(name, compilations, own seconds)` from the costliest."""
+
+    def __init__(self) -> None:
+        self._open: list[list[float]] = []  # [start, seconds of the callees] per open compile
+        self.own: dict[str, float] = {}
+        self.count: dict[str, int] = {}
+
+    def on_start(self, event) -> None:
+        self._open.append([time.perf_counter(), 0.0])
+
+    def on_end(self, event) -> None:
+        start, callees = self._open.pop()
+        took = time.perf_counter() - start
+        if self._open:
+            self._open[-1][1] += took
+        func = getattr((event.data or {}).get("dispatcher"), "py_func", None)
+        name = f"{func.__module__}.{func.__qualname__}" if func is not None else "?"
+        self.own[name] = self.own.get(name, 0.0) + took - callees
+        self.count[name] = self.count.get(name, 0) + 1
+
+    def register(self) -> "CompileClock":
+        from numba.core import event
+
+        class _Listener(event.Listener):
+            def on_start(_, ev):
+                self.on_start(ev)
+
+            def on_end(_, ev):
+                self.on_end(ev)
+
+        event.register("numba:compile", _Listener())
+        return self
+
+    def kernels(self) -> list[tuple[str, int, float]]:
+        return sorted(((n, self.count[n], s) for n, s in self.own.items()), key=lambda r: -r[2])
+
+
+#: The first-use script with the clocks on: each function's own compile seconds, and LLVM's
+#: share (Numba's own "numba:llvm_lock" timer: the time spent holding LLVM).
+_KERNELS_SCRIPT = r"""
+import json, sys, time
+from numba.core import event
+from evaluation.bench.first_use import CompileClock
+clock = CompileClock().register()
+llvm = []
+import river_dhbm
+model = getattr(river_dhbm, sys.argv[1])()
+x = {i: float((i * 7) % 3 == 0) for i in range(24)}
+start = time.process_time()
+with event.install_timer("numba:llvm_lock", llvm.append):
+    for i in range(model.batch_size):
+        model.learn_one(x, i % 10)
+    model.predict_one(x)
+print(json.dumps({"cpu": time.process_time() - start, "llvm": sum(llvm),
+                  "kernels": clock.kernels()}))
+"""
+
+
+def kernel_breakdown(model: str = "DHBM") -> dict:
+    """Where `model()`'s first use goes, in a fresh process with an empty Numba cache: CPU
+    seconds of its first update and prediction (`cpu`), of which LLVM (`llvm`), and each
+    compiled function's `(name, compilations, own seconds)` (`kernels`)."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    with tempfile.TemporaryDirectory(prefix="numba_first_use_") as tmp:
+        done = subprocess.run(
+            [sys.executable, "-c", _KERNELS_SCRIPT, model], env={**env, "NUMBA_CACHE_DIR": tmp},
+            capture_output=True, text=True,
+        )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the {model} process failed: {last}")
+    return {"model": model, **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def format_kernels(breakdown: dict, top: int = 12) -> str:
+    """Markdown table of a `kernel_breakdown`: its `top` costliest functions, then the rest."""
+    cpu, kernels = breakdown["cpu"], breakdown["kernels"]
+    lines = [f"{breakdown['model']}(): {cpu:.1f} s of CPU to the first prediction, "
+             f"{breakdown['llvm']:.1f} s of it in LLVM; {sum(c for _, c, _ in kernels)} "
+             f"compilations of {len(kernels)} functions", "",
+             "| function | compilations | own seconds | share |", "|---|---:|---:|---:|"]
+    for name, count, seconds in kernels[:top]:
+        lines.append(f"| `{name}` | {count} | {seconds:.2f} | {seconds / cpu:.0%} |")
+    rest = kernels[top:]
+    if rest:
+        seconds = sum(s for _, _, s in rest)
+        lines.append(f"| {len(rest)} others | {sum(c for _, c, _ in rest)} | {seconds:.2f} "
+                     f"| {seconds / cpu:.0%} |")
+    return "\n".join(lines)
+
+
 def bench_first_use(models=FIRST_USE_MODELS, warm: bool = True) -> list[dict]:
     """`first_use_time` of each model, with an empty cache (then, if `warm`, a warm one)."""
     rows = []
@@ -215,6 +315,18 @@ def run(args: argparse.Namespace, command: str) -> int:
     unknown = [m for m in models if m not in FIRST_USE_MODELS]
     if unknown:
         raise ValueError(f"unknown model {unknown[0]!r}; choose from {', '.join(FIRST_USE_MODELS)}")
+    if getattr(args, "kernels", False):
+        try:
+            report = "\n\n".join(format_kernels(kernel_breakdown(m)) for m in models)
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(report)
+        if args.out:
+            pathlib.Path(args.out).write_text(
+                "\n".join(["# Where the first use goes", "", f"`{command}`", "", report, "",
+                           f"Machine: {_machine()}.", ""]))
+        return 0
     try:
         rows = bench_first_use(models) if not args.quick else bench_first_use(models, warm=False)
     except RuntimeError as e:
@@ -241,6 +353,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m evaluation bench 
                         help=f"from {', '.join(FIRST_USE_MODELS)} (default all)")
     parser.add_argument("--out", help="markdown file written with the table")
     parser.add_argument("--quick", action="store_true", help="empty cache only")
+    parser.add_argument("--kernels", action="store_true",
+                        help="instead: the compile seconds of each jitted function (empty cache)")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     args.models = None

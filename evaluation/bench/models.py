@@ -313,6 +313,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="markdown file written with the tables (default ./bench_models.md; "
                    "first_use: none)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--kernels", action="store_true",
+                   help="first_use only: the compile seconds of each jitted function instead")
 
 
 def run(args: argparse.Namespace, command: str | None = None) -> int:

@@ -33,6 +33,7 @@ from river_dhbm._kernels.network import (
     activate,
     borrow,
     borrowed,
+    first_largest,
     forward_net,
     joint_proba,
     label_weights,
@@ -52,95 +53,89 @@ SAP = 1
 _INLINE = dict(_JIT, inline="always")
 
 
-@njit(**_JIT)
-def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
-                lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y, part_mask,
-                noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t,
-                moments, step, steps, n_batch, first_pred):
-    """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
+def _update_kernel(estimator_fixed: int):
+    """The DHBM's update kernel (`dhbm_update`) for the mean-field estimator (`estimator_fixed`
+    MF), or for the one its `estimator` argument names (-1). The steps' loop is written
+    here and `_update_body` is inlined into it in Numba's IR, where the constant estimator
+    prunes the other estimator's branch before it is typed (the mean-field kernel never
+    compiles `sap_sweep`): one level of inlining, whose copy of the body costs a fraction of
+    a second of the first use per level. (Numba keys the cached kernels of a closure on
+    its closure's values too: the two kernels never share a cache entry.)"""
 
-    `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step; step
-    `s` learns the mini-batch with its own `R` rows (`_update_steps`). `first_pred [n_batch]`
-    int64 (or empty) receives each mini-batch row's most probable class before the first
-    step: the prediction. Each step, on its `n` rows:
+    @njit(**_JIT)
+    def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
+                    lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
+                    part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
+                    wdisc, theta_t, moments, step, steps, n_batch, first_pred):
+        """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
 
-    `y` int64 class indices (-1 unlabeled).
-    1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
-    2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
-       its predicted class in `y` (in place: a proxy label, learnt as a labeled row; above 1:
-       none); targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
-       (`hard` False) or its one-hot argmax (`hard` True);
-    3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
-    4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
-       gradient is averaged over its own rows;
-    5. recognition step on the KL(mu || v) of every layer, plus `disc_weight` times the
-       gradient of `-log p(T | v)` back-propagated through `U`, `d` and the recognition
-       network;
-    6. likelihood gradient: positive statistics `(X, mu, T)`; negative statistics from one
-       free-running mean-field step (`estimator` MF: `xrec = sigmoid(mu^1 W^1^T + c)`,
-       `Y = p(y | mu)` soft, then one clamped sweep from `mu` given `(xrec, Y)` -> `neg`)
-       or from the persistent particles (`estimator` SAP, see `sap_sweep`: as many sweeps as
-       `noise_h` holds draws for, the statistics from the last);
-    7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
-       or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
-       `step >= 1` for the first step, `step + s` for step `s`; see `adam_step`).
-    Proxy labels come from the first step only, and stay for the others. The SAP sweeps split
-    `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
-    [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]` (their first `n` rows are used); `theta_t` of `theta`'s length for the
-    transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none; their
-    rows are a step's rows.
-    """
-    _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
-                  alpha, beta, confidence, disc_weight, hard, mask,
-                  (part_x, part_h, part_y, part_mask, noise_h, noise_v),
-                  (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments,
-                  (step, steps, n_batch, first_pred))
+        `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step; step
+        `s` learns the mini-batch with its own `R` rows (`replay.step_rows`). `first_pred [n_batch]`
+        int64 (or empty) receives each mini-batch row's most probable class before the first
+        step: the prediction. Each step, on its `n` rows:
+
+        `y` int64 class indices (-1 unlabeled).
+        1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
+        2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
+           its predicted class in `y` (in place: a proxy label, learnt as a labeled row; above 1:
+           none); targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
+           (`hard` False) or its one-hot argmax (`hard` True);
+        3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
+        4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
+           gradient is averaged over its own rows;
+        5. recognition step on the KL(mu || v) of every layer, plus `disc_weight` times the
+           gradient of `-log p(T | v)` back-propagated through `U`, `d` and the recognition
+           network;
+        6. likelihood gradient: positive statistics `(X, mu, T)`; negative statistics from one
+           free-running mean-field step (`estimator` MF: `xrec = sigmoid(mu^1 W^1^T + c)`,
+           `Y = p(y | mu)` soft, then one clamped sweep from `mu` given `(xrec, Y)` -> `neg`)
+           or from the persistent particles (`estimator` SAP, see `sap_sweep`: as many sweeps as
+           `noise_h` holds draws for, the statistics from the last);
+        7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
+           or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
+           `step >= 1` for the first step, `step + s` for step `s`; see `adam_step`).
+        Proxy labels come from the first step only, and stay for the others. The SAP sweeps split
+        `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
+        [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]` (their first `n` rows are used); `theta_t` of `theta`'s length for the
+        transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none; their
+        rows are a step's rows.
+        """
+        n = n_batch
+        C = n_classes
+        rows = n + (X.shape[0] - n) // steps
+        xs = np.empty((rows, X.shape[1]), X.dtype)
+        ys = np.empty(rows, np.int64)
+        hs = noise_h.shape[0] // steps
+        vs = noise_v.shape[0] // steps
+        work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t)
+        for s in range(steps):
+            step_rows(X, y, n, s, steps, xs, ys)  # `y` holds the first step's proxy labels
+            particles = (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
+                         noise_v[s * vs : (s + 1) * vs])
+            gate = confidence if s == 0 else 2.0
+            if estimator_fixed == MF:  # a constant: one call is left, and inlined
+                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, MF, mf_steps, lr,
+                             alpha, beta, gate, disc_weight, hard, mask, particles, work,
+                             moments, step + s)
+            else:
+                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, estimator,
+                             mf_steps, lr, alpha, beta, gate, disc_weight, hard, mask,
+                             particles, work, moments, step + s)
+            if s == 0:
+                _first_predictions(P, C, n, first_pred)
+                for r in range(n):
+                    y[r] = ys[r]
+
+    return dhbm_update
 
 
-@njit(**_JIT)
-def dhbm_update_mf(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
-                   lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
-                   part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                   wdisc, theta_t, moments, step, steps, n_batch, first_pred):
-    """`dhbm_update` with the mean-field estimator, whatever `estimator` says: the kernel of
-    the default settings, which never compiles the SAP negative phase (`sap_sweep`, about a
-    second of the first use)."""
-    _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, MF, mf_steps, lr,
-                  alpha, beta, confidence, disc_weight, hard, mask,
-                  (part_x, part_h, part_y, part_mask, noise_h, noise_v),
-                  (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t), moments,
-                  (step, steps, n_batch, first_pred))
-
-
-@njit(**_INLINE)
-def _update_steps(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
-                  alpha, beta, confidence, disc_weight, hard, mask, particles, work, moments,
-                  schedule):
-    """The steps of `dhbm_update`: step `s` runs `_update_body` on the mini-batch (the first
-    `n_batch` rows of `X`) and its own replayed rows `X[n_batch + s R : n_batch + (s + 1) R]`;
-    a stream shows each row once, and fresh memory rows at every step keep the extra steps
-    from fitting one small batch's noise. (One call site of the inlined body, whatever
-    `steps` is: each site compiles the whole step again.)"""
-    step, steps, n, first_pred = schedule
-    part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
-    P = work[6]
-    C = n_classes
-    rows = n + (X.shape[0] - n) // steps
-    xs = np.empty((rows, X.shape[1]), X.dtype)
-    ys = np.empty(rows, np.int64)
-    hs = noise_h.shape[0] // steps
-    vs = noise_v.shape[0] // steps
-    for s in range(steps):
-        step_rows(X, y, n, s, steps, xs, ys)  # `y` holds the first step's proxy labels
-        _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, estimator, mf_steps, lr,
-                     alpha, beta, confidence if s == 0 else 2.0, disc_weight, hard, mask,
-                     (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
-                      noise_v[s * vs : (s + 1) * vs]),
-                     work, moments, step + s)
-        if s == 0:
-            _first_predictions(P, C, n, first_pred)
-            for r in range(n):
-                y[r] = ys[r]
+#: `steps` learning steps of the DHBM on a mixed mini-batch, the estimator as `estimator` says
+#: (see `_update_kernel`'s kernel for the algorithm).
+dhbm_update = _update_kernel(-1)
+#: `dhbm_update` with the mean-field estimator, whatever `estimator` says: the kernel of the
+#: default settings, which never compiles the SAP negative phase (`sap_sweep`, about a second
+#: of the first use).
+dhbm_update_mf = _update_kernel(MF)
 
 
 @njit(**_JIT, **INNER)
@@ -150,7 +145,7 @@ def _first_predictions(P, C, n, first_pred):
     if C == 0:
         return
     for r in range(min(n, first_pred.shape[0])):
-        first_pred[r] = np.argmax(borrow(P, r * C, (C,)))
+        first_pred[r] = first_largest(borrow(P, r * C, (C,)))
 
 
 @njit(**_INLINE)
@@ -343,4 +338,4 @@ def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
             for c in range(n_classes):
                 z[c] += a * U[j, c]
     softmax_rows(P)
-    return np.argmax(z)  # as the fused run's predictions (`dhbm_test_then_train`)
+    return first_largest(z)  # as the fused run's predictions (`dhbm_test_then_train`)

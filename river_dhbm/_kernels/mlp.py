@@ -24,6 +24,7 @@ from river_dhbm._kernels.network import (
     COL_B,
     COL_W,
     derivative,
+    first_largest,
     forward_net,
     label_weights,
     layer,
@@ -155,7 +156,7 @@ def mlp_step(X, y, theta, off, sizes, hcum, n_classes, kind, mask, keep, lr, upp
         P0 = mlp_proba(X, theta, off, sizes, hcum, n_classes, kind, keep)
         for r in range(n):
             if y[r] < 0:
-                target[r] = np.argmax(P0[r])
+                target[r] = first_largest(P0[r])
                 wrow[r] = beta / n_unlab
     for r in range(n):
         if y[r] >= 0:

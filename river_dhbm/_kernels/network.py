@@ -279,6 +279,18 @@ def layer(act, hcum, n, l):
     return borrow(act, n * hcum[l], (n, hcum[l + 1] - hcum[l]))
 
 
+@njit(**_JIT, **INNER)
+def first_largest(v):
+    """The index of the first largest value of the 1-d `v` (`np.argmax` for finite values;
+    a loop, because `np.argmax` compiles NumPy's reductions: a fifth of a second of a model's
+    first use). 0 for an empty `v`."""
+    best = 0
+    for k in range(1, v.shape[0]):
+        if v[k] > v[best]:
+            best = k
+    return best
+
+
 # --------------------------------------------------------------------------- activations
 
 

@@ -6,97 +6,89 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm._kernels.dhbm import _INLINE, MF, _update_body
+from river_dhbm._kernels.dhbm import MF, _update_body
 from river_dhbm._kernels.network import _JIT, COL_R, COL_RB, forward_net, joint_proba
 from river_dhbm._kernels.replay import step_rows
 
 __all__ = ["sben_proba", "sben_update", "sben_update_mf"]
 
 
-@njit(**_JIT)
-def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes, kind,
-                estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
-                part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff, act,
-                mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps, steps, n_batch):
-    """One update of every block, bottom-up, each a 1-layer DHBM step (`dhbm_update`), taken
-    `steps` times: `X` holds the mini-batch (`n_batch` rows) and `R` replayed rows for each
-    step, and step `s` runs every block on the mini-batch and its own rows
-    (`replay.step_rows`), Adam's step number `step + s`, with the update's masks and
-    draws.
+def _update_kernel(estimator_fixed: int):
+    """The SBEN's update kernel (`sben_update`) for the mean-field estimator (`estimator_fixed`
+    MF), or for the one its `estimator` argument names (-1): the steps' and blocks' loops are
+    written here and the DHBM's `_update_body` is inlined into them, pruned of the other
+    estimator (as `dhbm._update_kernel`)."""
 
-    Block `b` owns `theta[boff[b]:boff[b+1]]` laid out by `offs[b]` (`param_layout` of
-    `bsizes[b] = (in, out)`), Adam moments `moments[2 boff[b]:2 boff[b+1]]` (or none), dropout
-    mask `masks[moff[b]:moff[b+1]]`, particles `part_v[pvoff[b]:...]` `[M, in]`,
-    `part_h[phoff[b]:...]`, `part_y[b] [M, C]` and noise slices. Block 0 learns `X`; block
-    `b > 0` learns the representation of block `b - 1` computed AFTER that block's update:
-    its recognition activities scaled by the keep probability, no dropout (written to `reps`,
-    flat `>= n * sum H`). Work arrays as in `dhbm_update`, sized for the widest block; `mirror`
-    of `theta`'s length holds each block's transposed mirror at the block's place.
-    """
-    _sben_blocks(X, y, theta, grad, moments, (step, steps, n_batch), boff, offs, bsizes, hcums,
-                 n_classes, kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep,
-                 masks, moff,
-                 (part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff),
-                 (act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps))
+    @njit(**_JIT)
+    def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes,
+                    kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
+                    moff, part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v,
+                    nvoff, act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps,
+                    steps, n_batch):
+        """One update of every block, bottom-up, each a 1-layer DHBM step (`dhbm_update`), taken
+        `steps` times: `X` holds the mini-batch (`n_batch` rows) and `R` replayed rows for each
+        step, and step `s` runs every block on the mini-batch and its own rows
+        (`replay.step_rows`), Adam's step number `step + s`, with the update's masks and
+        draws.
+
+        Block `b` owns `theta[boff[b]:boff[b+1]]` laid out by `offs[b]` (`param_layout` of
+        `bsizes[b] = (in, out)`), Adam moments `moments[2 boff[b]:2 boff[b+1]]` (or none), dropout
+        mask `masks[moff[b]:moff[b+1]]`, particles `part_v[pvoff[b]:...]` `[M, in]`,
+        `part_h[phoff[b]:...]`, `part_y[b] [M, C]` and noise slices. Block 0 learns `X`; block
+        `b > 0` learns the representation of block `b - 1` computed AFTER that block's update:
+        its recognition activities scaled by the keep probability, no dropout (written to `reps`,
+        flat `>= n * sum H`). Work arrays as in `dhbm_update`, sized for the widest block; `mirror`
+        of `theta`'s length holds each block's transposed mirror at the block's place.
+        """
+        n = n_batch + (X.shape[0] - n_batch) // steps  # the rows of one step
+        L = bsizes.shape[0]
+        M = part_y.shape[1]
+        empty = np.empty(0)
+        xs = np.empty((n, X.shape[1]), X.dtype)
+        ys = np.empty(n, np.int64)
+        for s in range(steps):
+            step_rows(X, y, n_batch, s, steps, xs, ys)
+            below = xs
+            pos = 0
+            for b in range(L):
+                d_in, H = bsizes[b, 0], bsizes[b, 1]
+                th = theta[boff[b] : boff[b + 1]]
+                gr = grad[boff[b] : boff[b + 1]]
+                mo = moments[2 * boff[b] : 2 * boff[b + 1]] if moments.size > 0 else moments
+                mask = masks[moff[b] : moff[b + 1]] if masks.size > 0 else masks
+                pm = part_mask[phoff[b] : phoff[b + 1]] if part_mask.size > 0 else part_mask
+                nh = noise_h[phoff[b] : phoff[b + 1]] if noise_h.size > 0 else noise_h
+                nv = noise_v[nvoff[b] : nvoff[b + 1]] if noise_v.size > 0 else noise_v
+                pv = part_v[pvoff[b] : pvoff[b + 1]].reshape((M, d_in))
+                ph = part_h[phoff[b] : phoff[b + 1]]
+                xrec = xbuf[: n * d_in].reshape((n, d_in))
+                particles = (pv, ph, part_y[b], pm, nh, nv)
+                work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
+                        mirror[boff[b] : boff[b + 1]])
+                if estimator_fixed == MF:  # a constant: one call is left, and inlined
+                    _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
+                                 kind, MF, mf_steps, lr, alpha, beta, 2.0, disc_weight, hard,
+                                 mask, particles, work, mo, step + s)
+                else:
+                    _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
+                                 kind, estimator, mf_steps, lr, alpha, beta, 2.0, disc_weight,
+                                 hard, mask, particles, work, mo, step + s)
+                if b < L - 1:
+                    out = reps[pos : pos + n * H]
+                    forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True,
+                                kind, empty, keep, out)
+                    below = out.reshape((n, H))
+                    pos += n * H
+
+    return sben_update
 
 
-@njit(**_JIT)
-def sben_update_mf(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes,
-                   kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
-                   moff, part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff,
-                   act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps, steps,
-                   n_batch):
-    """`sben_update` with the mean-field estimator, whatever `estimator` says: the kernel of
-    the default settings, which never compiles the SAP negative phase."""
-    _sben_blocks(X, y, theta, grad, moments, (step, steps, n_batch), boff, offs, bsizes, hcums,
-                 n_classes, kind, MF, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
-                 moff,
-                 (part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff),
-                 (act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps))
-
-
-@njit(**_INLINE)
-def _sben_blocks(X, y, theta, grad, moments, schedule, boff, offs, bsizes, hcums, n_classes,
-                 kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks, moff,
-                 particles, work):
-    """`sben_update`'s body, inlined into each entry kernel (see `dhbm_kernels._update_body`)
-    with the blocks' DHBM step inlined too."""
-    part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v, nvoff = particles
-    act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps = work
-    step, steps, n_batch = schedule
-    n = n_batch + (X.shape[0] - n_batch) // steps  # the rows of one step
-    L = bsizes.shape[0]
-    M = part_y.shape[1]
-    empty = np.empty(0)
-    xs = np.empty((n, X.shape[1]), X.dtype)
-    ys = np.empty(n, np.int64)
-    for s in range(steps):
-        step_rows(X, y, n_batch, s, steps, xs, ys)
-        below = xs
-        pos = 0
-        for b in range(L):
-            d_in, H = bsizes[b, 0], bsizes[b, 1]
-            th = theta[boff[b] : boff[b + 1]]
-            gr = grad[boff[b] : boff[b + 1]]
-            mo = moments[2 * boff[b] : 2 * boff[b + 1]] if moments.size > 0 else moments
-            mask = masks[moff[b] : moff[b + 1]] if masks.size > 0 else masks
-            pm = part_mask[phoff[b] : phoff[b + 1]] if part_mask.size > 0 else part_mask
-            nh = noise_h[phoff[b] : phoff[b + 1]] if noise_h.size > 0 else noise_h
-            nv = noise_v[nvoff[b] : nvoff[b + 1]] if noise_v.size > 0 else noise_v
-            pv = part_v[pvoff[b] : pvoff[b + 1]].reshape((M, d_in))
-            ph = part_h[phoff[b] : phoff[b + 1]]
-            xrec = xbuf[: n * d_in].reshape((n, d_in))
-            _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes, kind, estimator,
-                         mf_steps, lr, alpha, beta, 2.0, disc_weight, hard, mask,
-                         (pv, ph, part_y[b], pm, nh, nv),
-                         (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
-                          mirror[boff[b] : boff[b + 1]]), mo, step + s)
-            if b < L - 1:
-                out = reps[pos : pos + n * H]
-                forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True, kind,
-                            empty, keep, out)
-                below = out.reshape((n, H))
-                pos += n * H
+#: One update of every block of the SBEN, the estimator as `estimator` says (see
+#: `_update_kernel`'s kernel).
+sben_update = _update_kernel(-1)
+#: `sben_update` with the mean-field estimator, whatever `estimator` says: the kernel of the
+#: default settings, which never compiles the SAP negative phase.
+sben_update_mf = _update_kernel(MF)
 
 
 @njit(**_JIT)
