@@ -132,3 +132,45 @@ def test_mean_field_kernels_never_compile_the_sap_phase():
     assert first_use._kernel_of(river_dhbm.DHBM())[0] is dhbm_kernels.dhbm_update_mf
     assert first_use._kernel_of(river_dhbm.DHBM(estimator="sap"))[0] is dhbm_kernels.dhbm_update
     assert first_use._kernel_of(river_dhbm.SBEN(estimator="sap"))[0] is sben.sben_update
+
+
+def test_compile_clock_gives_each_function_its_own_seconds():
+    """A caller's own seconds exclude its callee's compilation, which is counted once under
+    the callee's name (a negative control: the caller's total would include it)."""
+    import time
+
+    from numba import njit
+
+    from evaluation.bench.first_use import CompileClock
+
+    @njit
+    def callee(x):
+        return x * 2.0
+
+    @njit
+    def caller(x):
+        return callee(x) + 1.0
+
+    clock = CompileClock().register()
+    try:
+        start = time.perf_counter()
+        assert caller(1.5) == 4.0
+        took = time.perf_counter() - start
+    finally:
+        clock.unregister()
+    rows = {name.rsplit(".", 1)[-1]: (count, seconds) for name, count, seconds in clock.kernels()}
+    assert rows["caller"][0] == rows["callee"][0] == 1
+    assert 0.0 < rows["caller"][1] and 0.0 < rows["callee"][1]
+    assert rows["caller"][1] + rows["callee"][1] <= took  # the callee's time is not counted twice
+
+
+def test_format_kernels_table():
+    from evaluation.bench.first_use import format_kernels
+
+    breakdown = {"model": "DHBM", "cpu": 10.0, "llvm": 6.0,
+                 "kernels": [["a.update", 1, 4.0], ["a.gemm", 3, 1.0], ["a.borrow", 8, 0.5]]}
+    lines = format_kernels(breakdown, top=2).splitlines()
+    assert lines[0].startswith("DHBM(): 10.0 s of CPU") and "6.0 s of it in LLVM" in lines[0]
+    assert "12 compilations of 3 functions" in lines[0]
+    assert lines[4] == "| `a.update` | 1 | 4.00 | 40% |"
+    assert lines[-1] == "| 1 others | 8 | 0.50 | 5% |"

@@ -177,7 +177,8 @@ class CompileClock:
     """Numba's compile events (`numba.core.event`, kind "numba:compile") turned into each jitted
     function's OWN seconds: the time its compilation took less the time of the compilations
     it started (its callees, typed and compiled while it is typed). `register()` starts
-    listening; `kernels()` gives `(name, compilations, own seconds)` from the costliest."""
+    listening, `unregister()` stops; `kernels()` gives `(name, compilations, own seconds)` from
+    the costliest."""
 
     def __init__(self) -> None:
         self._open: list[list[float]] = []  # [start, seconds of the callees] per open compile
@@ -207,8 +208,14 @@ class CompileClock:
             def on_end(_, ev):
                 self.on_end(ev)
 
-        event.register("numba:compile", _Listener())
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
         return self
+
+    def unregister(self) -> None:
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
 
     def kernels(self) -> list[tuple[str, int, float]]:
         return sorted(((n, self.count[n], s) for n, s in self.own.items()), key=lambda r: -r[2])
