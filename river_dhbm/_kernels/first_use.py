@@ -22,11 +22,11 @@ __all__ = ["announce_compilation", "is_cache_cold"]
 #: Model class name -> (its learning kernel "module:function", seconds from a fresh process to
 #: its first prediction with an empty cache, measured by `bench first_use` on 2 idle cores).
 FIRST_KERNELS = {
-    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 14),
-    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 13),
-    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 14),
-    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 13),
-    "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 9),
+    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 11),
+    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 12),
+    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 12),
+    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 12),
+    "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 8),
 }
 
 #: The learning kernel of a model with `estimator="sap"` (those above are the mean-field ones,
