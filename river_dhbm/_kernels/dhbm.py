@@ -67,12 +67,15 @@ def _update_kernel(estimator_fixed: int):
                     lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
                     part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
                     wdisc, theta_t, moments, step, steps, n_batch, first_pred):
-        """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in place.
+        """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in
+        place.
 
-        `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step; step
-        `s` learns the mini-batch with its own `R` rows (`replay.step_rows`). `first_pred [n_batch]`
-        int64 (or empty) receives each mini-batch row's most probable class before the first
-        step: the prediction. Each step, on its `n` rows:
+        `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step;
+        step `s` learns the mini-batch with its own `R` rows (`replay.step_rows`): a stream
+        shows each row once, and fresh memory rows at every step keep the extra steps from
+        fitting one small batch's noise. `first_pred [n_batch]` int64 (or empty) receives each
+        mini-batch row's most probable class before the first step: the prediction. Each step,
+        on its `n` rows:
 
         `y` int64 class indices (-1 unlabeled).
         1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
@@ -94,11 +97,12 @@ def _update_kernel(estimator_fixed: int):
         7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
            or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
            `step >= 1` for the first step, `step + s` for step `s`; see `adam_step`).
-        Proxy labels come from the first step only, and stay for the others. The SAP sweeps split
-        `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta` flat `>= n * hcum[L]`; `xrec
-        [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]` (their first `n` rows are used); `theta_t` of `theta`'s length for the
-        transposed mirror (`kernels.transpose_weights`, rebuilt here), or empty for none; their
-        rows are a step's rows.
+        Proxy labels come from the first step only, and stay for the others. The SAP sweeps
+        split `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta`
+        flat `>= n * hcum[L]`; `xrec [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]`
+        (their first `n` rows are used); `theta_t` of `theta`'s length for the transposed
+        mirror (`kernels.transpose_weights`, rebuilt here), or empty for none; their rows are a
+        step's rows.
         """
         n = n_batch
         C = n_classes
