@@ -144,27 +144,31 @@ FIRST_USE_MODELS = ("DHBM", "DHDA", "SBEN", "HSDA", "PseudoLabelMLP")
 TARGET_FIRST_USE = 10.0  # seconds to the first prediction with an empty cache (issue 29)
 
 
+def _run_fresh(script: str, model: str, cold: bool = True) -> tuple[dict, str, float]:
+    """Run `script` with the argument `model` in a new Python process, the JIT on and, when
+    `cold`, an empty Numba cache (a new `NUMBA_CACHE_DIR`): the JSON of its last line on
+    stdout, its stderr, and the time it was started."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    with tempfile.TemporaryDirectory(prefix="numba_first_use_") as tmp:
+        if cold:
+            env["NUMBA_CACHE_DIR"] = tmp
+        spawned = time.time()
+        done = subprocess.run([sys.executable, "-c", script, model], env=env,
+                              capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the {model} process failed: {last}")
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr, spawned
+
+
 def first_use_time(model: str = "DHBM", cold: bool = True) -> dict:
     """Seconds from the start of a new process (interpreter start included) to `model()`'s
     first prediction after it has learnt one labeled mini-batch, wall (`to_first_prediction`)
     and the process's CPU (`cpu`); with an empty Numba cache (`cold`, a new `NUMBA_CACHE_DIR`)
     or the usual one. Also the import's seconds and the line the process wrote on stderr (the
     compile notice)."""
-    env = dict(os.environ)
-    env.pop("NUMBA_DISABLE_JIT", None)
-    with tempfile.TemporaryDirectory(prefix="numba_first_use_") as tmp:
-        if cold:
-            env["NUMBA_CACHE_DIR"] = tmp
-        spawned = time.time()
-        done = subprocess.run(
-            [sys.executable, "-c", _FIRST_USE_SCRIPT, model], env=env, capture_output=True,
-            text=True,
-        )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the {model} process failed: {last}")
-    marks = json.loads(done.stdout.strip().splitlines()[-1])
-    notice = [line for line in done.stderr.splitlines() if line.startswith("river_dhbm:")]
+    marks, stderr, spawned = _run_fresh(_FIRST_USE_SCRIPT, model, cold)
+    notice = [line for line in stderr.splitlines() if line.startswith("river_dhbm:")]
     return {"model": model, "cache": "empty" if cold else "warm",
             "to_first_prediction": marks["predicted_at"] - spawned,
             "cpu": marks["cpu"], "import": marks["import"], "notice": notice[0] if notice else ""}
@@ -199,7 +203,7 @@ class CompileClock:
         self.count[name] = self.count.get(name, 0) + 1
 
     def register(self) -> "CompileClock":
-        from numba.core import event
+        from numba.core import event  # here: the bench CLI's parser imports this module
 
         class _Listener(event.Listener):
             def on_start(_, ev):
@@ -246,16 +250,7 @@ def kernel_breakdown(model: str = "DHBM") -> dict:
     """Where `model()`'s first use goes, in a fresh process with an empty Numba cache: CPU
     seconds of its first update and prediction (`cpu`), of which LLVM (`llvm`), and each
     compiled function's `(name, compilations, own seconds)` (`kernels`)."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
-    with tempfile.TemporaryDirectory(prefix="numba_first_use_") as tmp:
-        done = subprocess.run(
-            [sys.executable, "-c", _KERNELS_SCRIPT, model], env={**env, "NUMBA_CACHE_DIR": tmp},
-            capture_output=True, text=True,
-        )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the {model} process failed: {last}")
-    return {"model": model, **json.loads(done.stdout.strip().splitlines()[-1])}
+    return {"model": model, **_run_fresh(_KERNELS_SCRIPT, model)[0]}
 
 
 def format_kernels(breakdown: dict, top: int = 12) -> str:
