@@ -12,6 +12,7 @@
     python -m evaluation bench streams
     python -m evaluation mnist --data DIR                         # the paper's table 1
     python -m evaluation newsgroups --data 20news-bydate.tar.gz   # its 20 NewsGroups figures
+    python -m evaluation drift --quick                            # recovery after a change
 
 Settings come from the TOML files in `evaluation/configs/` (one per figure row or table),
 flags override them. `--jobs N` runs trials in N local processes, `--scheduler ADDRESS` on a
@@ -357,6 +358,8 @@ SUBCOMMANDS = {
                _module_parser("tracks", _cmd_tracks)),
     "newsgroups": ("the paper's 20 NewsGroups experiment, over your copy of the data",
                    _module_parser("newsgroups")),
+    "drift": ("abrupt concept changes: recovery against River's drift-aware learners",
+              _module_parser("drift")),
 }
 
 

@@ -46,6 +46,7 @@ from river_dhbm._input.checks import (
     _short,
     _vector,
 )
+from river_dhbm import change
 from river_dhbm._input.params import _check_int, _check_seed
 from river_dhbm._kernels.first_use import announce_compilation
 
@@ -88,9 +89,10 @@ class HybridClassifier(base.MiniBatchClassifier):
     _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
     _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
 
-    def __init__(self, batch_size: int = 20, seed: int | None = None):
+    def __init__(self, batch_size: int = 20, seed: int | None = None, drift_detector=None):
         self.batch_size = batch_size
         self.seed = seed
+        self.drift_detector = drift_detector
 
     # ------------------------------------------------------------------ configuration
 
@@ -109,6 +111,7 @@ class HybridClassifier(base.MiniBatchClassifier):
     def _check_common_params(self) -> None:
         _check_int("batch_size", self.batch_size, 1)
         _check_seed(self.seed)
+        change.check_detector(self.drift_detector)
 
     def _reset_state(self) -> None:
         """Forget everything learnt: called at the end of every subclass `__init__`."""
@@ -125,6 +128,8 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._memory = None
         self.n_updates = 0
         self.n_labeled_seen = 0
+        self._watch = change.ChangeWatch(self.drift_detector)
+        self._labels_before_change = 0  # labeled rows seen at the last restart (`change`)
 
     @property
     def _multiclass(self) -> bool:
@@ -138,6 +143,17 @@ class HybridClassifier(base.MiniBatchClassifier):
     @property
     def n_features_in_(self) -> int:
         return 0 if self._features is None else len(self._features)
+
+    def n_drifts_detected(self) -> int:
+        """How many times the drift detector saw the labeled rows' error rise (`drift_rows`)."""
+        return len(self._watch.alarms)
+
+    @property
+    def drift_rows(self) -> list:
+        """The rows (counted from 1 in learning order) at the end of whose mini-batch the drift
+        detector saw the error rise; the model restarts its fast learning at most
+        `change.CHECK_EVERY` mini-batches later."""
+        return list(self._watch.alarms)
 
     # ------------------------------------------------------------------ pickling
 
@@ -273,14 +289,20 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _flush(self, predict: bool = False) -> np.ndarray | None:
         """One update on the full buffer; with `predict`, returns `p(y | x)` of its rows
-        before the update (`_predict_update`)."""
+        before the update (`_predict_update`). The drift detector gets the labeled rows'
+        errors of that prediction."""
+        watch = self._watch.active and self._n_buf_labeled > 0
         self.n_labeled_seen += self._n_buf_labeled
         X, codes = self._X_buf, self._y_buf
-        P = self._predict_update(X, codes) if predict else self._update(X, codes)
+        P = self._predict_update(X, codes) if predict or watch else self._update(X, codes)
         self.n_updates += 1
         self._n_buf = 0
         self._n_buf_labeled = 0
         self._staged = None
+        if watch:
+            self._watch.rose(change.labeled_errors(P, codes), self.n_updates * self.batch_size)
+        if self._watch.due(self.n_updates):
+            change.restart(self)
         return P
 
     def _run_end(self, start: int, n: int, bs: int, pairs: list, k: int) -> int:

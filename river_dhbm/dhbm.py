@@ -9,8 +9,9 @@ the three prediction paths that share the update's recognition pass. Its kernels
 from __future__ import annotations
 
 import numpy as np
+from river import base, drift
 
-from river_dhbm import scarce_labels
+from river_dhbm import change, scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network
 from river_dhbm._input.params import (
@@ -115,6 +116,10 @@ class DHBM(HybridClassifier):
     dtype
         Precision of the parameters and of the update's arithmetic: `"float64"`, or
         `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
+    drift_detector
+        A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
+        learnt); when it sees the error rise the model restarts its fast learning (see the
+        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -314,6 +319,7 @@ class DHBM(HybridClassifier):
         "replay": 0,
         "confidence": None,
         "batch_size": 20,
+        "drift_detector": drift.NoDrift(),
     }
 
     def __init__(
@@ -341,10 +347,11 @@ class DHBM(HybridClassifier):
         memory_size: int = 1000,
         confidence: float | None = 0.9,
         dtype: str = "float64",
+        drift_detector: base.DriftDetector | None = None,
         batch_size: int = 20,
         seed: int | None = None,
     ):
-        super().__init__(batch_size=batch_size, seed=seed)
+        super().__init__(batch_size=batch_size, seed=seed, drift_detector=drift_detector)
         self.hidden_sizes = hidden_sizes
         self.estimator = estimator
         self.n_particles = n_particles
@@ -530,12 +537,13 @@ class DHBM(HybridClassifier):
         # the MF kernel never compiles the SAP negative phase (a shorter first use)
         update = (dhbm_kernels.dhbm_update_mf if self._estimator == dhbm_kernels.MF
                   else dhbm_kernels.dhbm_update)
+        alpha, beta, disc_weight = scarce_labels.term_weights(
+            self, self._unlabeled_weight(self._current_beta()))
         update(
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._estimator, self.mf_steps,
-            self._step_size(), float(self.alpha),
-            self._unlabeled_weight(self._current_beta()), scarce_labels.proxy_confidence(self),
-            float(self.discriminative_weight), self.pseudo_label == "hard", mask,
+            self._step_size(), alpha, beta, scarce_labels.proxy_confidence(self),
+            disc_weight, self.pseudo_label == "hard", mask,
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
             *self._work_arrays(), self._moments, self._adam_steps + 1, steps, n_batch, _NO_CODES,
         )
@@ -553,11 +561,32 @@ class DHBM(HybridClassifier):
         return self._work["P"][: len(X)].astype(np.float64)
 
     def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        # Mean-field estimator without dropout: nothing random, so the whole run of
-        # mini-batches is one kernel call (the per-batch Python work costs as much as a
-        # quarter of the update).
+        # Mean-field estimator without dropout: nothing random, so a run of mini-batches is one
+        # kernel call (the per-batch Python work costs as much as a quarter of the update). The
+        # drift detector is consulted where the per-batch path would restart (`change`).
         if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
             return super()._test_then_train_run(X, codes)
+        if not self._watch.active:
+            return self._fused_run(X, codes)
+        bs = self.batch_size
+        predicted = np.empty(len(X), dtype=np.int64)
+        start = 0
+        while start < len(X):
+            stop = min(len(X), start + bs * (change.CHECK_EVERY - self.n_updates % change.CHECK_EVERY))
+            first_update = self.n_updates
+            predicted[start:stop] = self._fused_run(X[start:stop], codes[start:stop])
+            for b, b0 in enumerate(range(start, stop, bs), first_update + 1):
+                labeled = codes[b0 : b0 + bs] >= 0
+                if labeled.any():
+                    errors = predicted[b0 : b0 + bs][labeled] != codes[b0 : b0 + bs][labeled]
+                    self._watch.rose(errors, b * bs)
+            if self._watch.due(self.n_updates):
+                change.restart(self)
+            start = stop
+        return predicted
+
+    def _fused_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Test-then-train on whole mini-batches in one kernel call; the predicted classes."""
         X = X.astype(self._theta.dtype, copy=False)
         n_batches = len(X) // self.batch_size
         if self.beta_schedule is None:
@@ -572,17 +601,21 @@ class DHBM(HybridClassifier):
         # each update's steps (the labeled rows seen count its own batch, as `_flush` does), and
         # the per-batch path's draws, in its order: `replay` uniforms per step of an update
         labeled = (codes >= 0).reshape(n_batches, -1).sum(axis=1)
-        steps = scarce_labels.steps_at(self, self.n_labeled_seen + np.cumsum(labeled))
+        seen = self.n_labeled_seen + np.cumsum(labeled)
+        steps = scarce_labels.steps_at(self, seen)
+        share = scarce_labels.generative_share(self, seen)  # as `term_weights` does
         uniforms = self._rng.random(int(steps.sum()) * self.replay)
         confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
             self.confidence)
         dhbm_kernels.dhbm_test_then_train(
-            X, codes, betas, self._adam_steps + 1, predicted, self._theta, self._grad, self._off,
-            self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
-            self._step_size(), float(self.alpha), float(self.discriminative_weight),
+            X, codes, betas * share, self._adam_steps + 1, predicted, self._theta, self._grad,
+            self._off, self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
+            self._step_size(), float(self.alpha) * share,
+            float(self.discriminative_weight) / share,
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
-            self.replay, confidence, self.n_labeled_seen, scarce_labels.PSEUDO_LABEL_WARM_UP,
+            self.replay, confidence, self.n_labeled_seen - self._labels_before_change,
+            scarce_labels.PSEUDO_LABEL_WARM_UP,
             steps, self._work["first_pred"],
         )
         self._adam_steps += int(steps.sum())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from river import base, drift
 
 from river_dhbm import scarce_labels
 
@@ -107,6 +108,10 @@ class DHDA(HybridClassifier):
     dtype
         Precision of the parameters and of the update's arithmetic: `"float64"`, or
         `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
+    drift_detector
+        A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
+        learnt); when it sees the error rise the model restarts its fast learning (see the
+        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -247,6 +252,7 @@ class DHDA(HybridClassifier):
         "confidence": None,
         "slow_upper_layers": False,
         "batch_size": 20,
+        "drift_detector": drift.NoDrift(),
     }
 
     _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
@@ -288,10 +294,11 @@ class DHDA(HybridClassifier):
         memory_size: int = 1000,
         confidence: float | None = 0.9,
         dtype: str = "float64",
+        drift_detector: base.DriftDetector | None = None,
         batch_size: int = 20,
         seed: int | None = None,
     ):
-        super().__init__(batch_size=batch_size, seed=seed)
+        super().__init__(batch_size=batch_size, seed=seed, drift_detector=drift_detector)
         self.hidden_sizes = hidden_sizes
         self.corruption = corruption
         self.loss = loss
@@ -400,13 +407,14 @@ class DHDA(HybridClassifier):
             kappa = (rng.random(size) >= self.corruption).astype(dtype)
         else:
             kappa = self._empty
+        alpha, beta, disc_weight = scarce_labels.term_weights(
+            self, scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
+            * self.learn_unlabeled)
         dhda_kernels.dhda_update(
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse", self.mf_steps,
-            float(self.learning_rate), self._upper_lr(), float(self.alpha),
-            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
-            * self.learn_unlabeled,
-            float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
+            float(self.learning_rate), self._upper_lr(), alpha, beta, disc_weight,
+            self.pseudo_label == "hard", mask, kappa,
             self._moments, self._adam_steps + 1, steps, n_batch,
         )
         self._adam_steps += steps

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from river import base, drift
 
 from river_dhbm import scarce_labels
 
@@ -93,6 +94,10 @@ class HSDA(HybridClassifier):
     confidence
         The ensemble's probability at which an unlabeled row becomes a proxy label (after
         50 labels; `None`: never).
+    drift_detector
+        A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
+        learnt); when it sees the error rise the model restarts its fast learning (see the
+        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -238,6 +243,7 @@ class HSDA(HybridClassifier):
         "confidence": None,
         "weighted_layers": False,
         "batch_size": 20,
+        "drift_detector": drift.NoDrift(),
     }
 
     #: `init="centred"`: every layer's initial weights, relative to Glorot's (as `DHDA`'s).
@@ -276,10 +282,11 @@ class HSDA(HybridClassifier):
         replay: int = 20,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
+        drift_detector: base.DriftDetector | None = None,
         batch_size: int = 20,
         seed: int | None = None,
     ):
-        super().__init__(batch_size=batch_size, seed=seed)
+        super().__init__(batch_size=batch_size, seed=seed, drift_detector=drift_detector)
         self.hidden_sizes = hidden_sizes
         self.corruption = corruption
         self.loss = loss
@@ -427,13 +434,14 @@ class HSDA(HybridClassifier):
             kappa = (rng.random(size) >= self.corruption).astype(np.float64)
         else:
             kappa = self._empty
+        alpha, beta, disc_weight = scarce_labels.term_weights(
+            self, scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
+            * self.learn_unlabeled)
         hsda_kernels.hsda_update(
             X, y, self._theta, self._grad, self._bases, self._offs, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse",
-            float(self.learning_rate), float(self.alpha),
-            scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
-            * self.learn_unlabeled,
-            float(self.discriminative_weight), self.pseudo_label == "hard", mask, kappa,
+            float(self.learning_rate), alpha, beta, disc_weight, self.pseudo_label == "hard",
+            mask, kappa,
             self._layer_weights(), self._moments, self._adam_steps + 1, steps, n_batch,
         )
         self._adam_steps += steps

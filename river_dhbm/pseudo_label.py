@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from river import base, drift
 
 from river_dhbm import scarce_labels
 
@@ -71,6 +72,10 @@ class PseudoLabelMLP(HybridClassifier):
         Labeled rows drawn from the label memory and added to each step (0: none).
     memory_size
         How many of the latest labeled rows the label memory keeps.
+    drift_detector
+        A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
+        learnt); when it sees the error rise the model restarts its fast learning (see the
+        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -175,6 +180,7 @@ class PseudoLabelMLP(HybridClassifier):
         "optimizer": "sgd",
         "deep_identity": False,
         "batch_size": 20,
+        "drift_detector": drift.NoDrift(),
     }
 
     #: Step of the hidden layers above the first, relative to `learning_rate`, when
@@ -207,10 +213,11 @@ class PseudoLabelMLP(HybridClassifier):
         warm_start: int | None = 250,
         replay: int = 20,
         memory_size: int = 1000,
+        drift_detector: base.DriftDetector | None = None,
         batch_size: int = 20,
         seed: int | None = None,
     ):
-        super().__init__(batch_size=batch_size, seed=seed)
+        super().__init__(batch_size=batch_size, seed=seed, drift_detector=drift_detector)
         self.hidden_sizes = hidden_sizes
         self.learning_rate = learning_rate
         self.beta = beta

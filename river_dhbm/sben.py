@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from river import base
 
 from river_dhbm import scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
@@ -70,6 +71,10 @@ class SBEN(DHBM):
     confidence
         Probability of the stack's prediction at which an unlabeled row becomes a proxy label
         (after 50 labeled rows), learnt by every block as a labeled row; `None`: none.
+    drift_detector
+        A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
+        learnt); when it sees the error rise the model restarts its fast learning (see the
+        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -151,6 +156,7 @@ class SBEN(DHBM):
         replay: int = 20,
         memory_size: int = 1000,
         confidence: float | None = 0.9,
+        drift_detector: base.DriftDetector | None = None,
         batch_size: int = 20,
         seed: int | None = None,
     ):
@@ -161,7 +167,8 @@ class SBEN(DHBM):
             discriminative_weight=discriminative_weight, activation=activation,
             optimizer=optimizer, learn_unlabeled=learn_unlabeled, replay=replay,
             memory_size=memory_size, confidence=confidence, init=init, steps=steps,
-            warm_start=warm_start, batch_size=batch_size, seed=seed,
+            warm_start=warm_start, drift_detector=drift_detector, batch_size=batch_size,
+            seed=seed,
         )
 
     _SCRATCH = DHBM._SCRATCH + ("_pred_Pb",)
@@ -262,13 +269,14 @@ class SBEN(DHBM):
         else:
             part_mask = noise_h = noise_v = self._empty
         w = self._work
+        alpha, beta, disc_weight = scarce_labels.term_weights(
+            self, self._unlabeled_weight(self._current_beta()))
         # the MF kernel never compiles the SAP negative phase (a shorter first use)
         update = sben_update_mf if self._estimator == dhbm_kernels.MF else sben_update
         update(
             X, y, self._theta, self._grad, self._moments, self._adam_steps + 1, self._boff,
             self._offs, self._bsizes, self._hcums, len(self._classes), self._kind,
-            self._estimator, self.mf_steps, float(self.learning_rate), float(self.alpha),
-            self._unlabeled_weight(self._current_beta()), float(self.discriminative_weight),
+            self._estimator, self.mf_steps, float(self.learning_rate), alpha, beta, disc_weight,
             self.pseudo_label == "hard", keep, masks, n * self._moff_unit, self._part_x,
             self._pvoff, self._part_h, self._phoff, self._part_y, part_mask, noise_h, noise_v,
             self._nvoff, w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xbuf"],

@@ -69,14 +69,43 @@ def steps_at(model, n_labeled) -> np.ndarray | int:
     """Gradient steps of an update once `n_labeled` labeled rows have been seen (an int or an
     array of them): `model.steps` up to `model.warm_start` labeled rows, then
     `steps * warm_start / n_labeled` rounded, never below 1; always `steps` when
-    `warm_start` is None. Many steps let a young network catch up with a linear model; once
+    `warm_start` is None. Labels are counted from the last change the model detected. Many steps let a young network catch up with a linear model; once
     its labels are many, they would replay each row of the label memory dozens of times and
     fit its noise."""
     steps, warm = model.steps, getattr(model, "warm_start", None)
     if warm is None:
         return steps if np.isscalar(n_labeled) else np.full(np.shape(n_labeled), steps)
+    n_labeled = np.subtract(n_labeled, model._labels_before_change)  # a change restarts it
     k = np.clip(np.rint(steps * warm / np.maximum(n_labeled, 1)), 1, steps).astype(np.int64)
     return int(k) if np.isscalar(n_labeled) else k
+
+
+def generative_share(model, n_labeled) -> np.ndarray | float:
+    """Weight of an update's generative terms (the KL step towards the Boltzmann machine's or
+    the autoencoder's posterior, the likelihood gradient) relative to its discriminative term,
+    once `n_labeled` labeled rows have been seen since the last change (an int or an array): 1
+    up to `model.warm_start` of them, then `warm_start / n_labeled`; always 1 when `warm_start`
+    is None.
+
+    The generative terms act as a prior learnt from every row. At a constant weight per update
+    their pull grows with the stream as fast as the labels' evidence does, and a network that
+    learns a stationary stream for long ends where the prior and the labels balance, short of
+    what the labels alone reach; a prior's weight stays fixed while the evidence grows."""
+    warm = getattr(model, "warm_start", None)
+    if warm is None:
+        return 1.0 if np.isscalar(n_labeled) else np.ones(np.shape(n_labeled))
+    n_labeled = np.subtract(n_labeled, model._labels_before_change)
+    share = np.minimum(1.0, warm / np.maximum(n_labeled, 1))
+    return float(share) if np.isscalar(n_labeled) else share
+
+
+def term_weights(model, beta: float) -> tuple[float, float, float]:
+    """`(alpha, beta, discriminative_weight)` of `model`'s next update, the generative terms
+    scaled by `generative_share`: scaling a row's weight and dividing the discriminative
+    weight by the same share leaves the discriminative term as it was."""
+    share = generative_share(model, model.n_labeled_seen)
+    return (float(model.alpha) * share, float(beta) * share,
+            float(model.discriminative_weight) / share)
 
 
 def memory_of(model, n_features: int) -> LabelMemory:
@@ -93,7 +122,7 @@ def proxy_confidence(model) -> float:
     if (
         model.confidence is None
         or not model.learn_unlabeled
-        or model.n_labeled_seen < PSEUDO_LABEL_WARM_UP
+        or model.n_labeled_seen - model._labels_before_change < PSEUDO_LABEL_WARM_UP
     ):
         return 2.0
     return float(model.confidence)

@@ -1,0 +1,326 @@
+"""Abrupt concept changes: how fast each learner recovers, ours against River's drift-aware ones.
+
+    python -m evaluation drift --quick                     # 2 scenarios, 1 seed (a minute)
+    python -m evaluation drift --seeds 3 --jobs 2          # the table of docs/drift.md
+
+Each scenario is a stream whose concept changes at a known row (`CHANGE_AT`): its first rows
+come from one generator, the rest from another of the same schema (a new rule, a new
+hyperplane, LED's digits on other attributes). Every run goes through River's dict API as a
+user's would: `predict_one`, then `learn_one`, per row; our models behind a `MinMaxScaler`
+learn every row (unlabeled ones as `learn_one(x)`), River's learners learn the labeled rows
+only (`streams.LabeledOnly`). The label mask is seeded by the run's seed, so every model of a
+(scenario, ratio, seed) sees the same labels.
+
+Writes `drift.csv` (one row per run: accuracy before the change, over the first and the second
+`WINDOW` rows after it, over the last `WINDOW` rows, the rows where our models' detectors fired),
+`drift.md` (mean over seeds) and `drift.png` (rolling accuracy around the change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from concurrent import futures
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import registry
+from .arguments import floats, names, positive_int
+
+__all__ = ["SCENARIOS", "Run", "add_arguments", "command", "run_one", "scenario", "windows"]
+
+#: Rows of a scenario, and the row at which its concept changes.
+N_ROWS, CHANGE_AT = 20_000, 10_000
+#: Rows of each accuracy window (the second window after the change is the recovery's measure).
+WINDOW = 2_500
+QUICK_ROWS, QUICK_CHANGE_AT = 6_000, 3_000
+
+
+def _sea(seed):
+    from river.datasets import synth
+
+    return synth.SEA(variant=0, seed=seed), synth.SEA(variant=3, seed=seed + 1)
+
+
+def _stagger(seed):
+    from river.datasets import synth
+
+    return (synth.STAGGER(0, seed=seed, balance_classes=True),
+            synth.STAGGER(2, seed=seed + 1, balance_classes=True))
+
+
+def _agrawal(seed):
+    from river.datasets import synth
+
+    return synth.Agrawal(0, seed=seed), synth.Agrawal(4, seed=seed + 1)
+
+
+def _sine(seed):
+    from river.datasets import synth
+
+    return synth.Sine(0, seed=seed, has_noise=True), synth.Sine(2, seed=seed + 1, has_noise=True)
+
+
+def _hyperplane(seed):
+    from river.datasets import synth
+
+    return (synth.Hyperplane(seed=seed, n_features=10, noise_percentage=0.05),
+            synth.Hyperplane(seed=seed + 7, n_features=10, noise_percentage=0.05))
+
+
+def _led(seed):
+    import streams
+
+    return (streams.LEDDrift(seed=seed, noise_percentage=10, n_drift_features=0),
+            streams.LEDDrift(seed=seed + 1, noise_percentage=10, n_drift_features=7))
+
+
+def _waveform(seed):
+    import streams
+
+    return (streams.NormalisationFilter(streams.WaveformDrift(seed=seed, has_noise=True)),
+            streams.NormalisationFilter(
+                streams.WaveformDrift(seed=seed + 1, has_noise=True, n_drift_features=21)))
+
+
+#: Scenario name -> (what changes, the two generators before and after the change).
+SCENARIOS = {
+    "sea": ("River's SEA: threshold 8 -> 9.5 (variant 0 -> 3)", _sea),
+    "stagger": ("River's STAGGER: rule 0 -> 2, balanced", _stagger),
+    "agrawal": ("River's Agrawal: function 0 -> 4", _agrawal),
+    "sine": ("River's Sine with noise: function 0 -> 2", _sine),
+    "hyperplane": ("River's Hyperplane (10 features, 5 % noise): a new hyperplane", _hyperplane),
+    "led": ("MOA's LED (10 % noise): the digits move to 7 other attributes", _led),
+    "waveform": ("MOA's noisy Waveform, normalised: all 21 attributes swapped", _waveform),
+}
+
+#: What `--models` runs by default: the hybrids' defaults and River's drift-aware learners.
+DEFAULT_MODELS = [
+    "dhbm-mf", "dhda",
+    "river:forest.ARFClassifier", "river:tree.HoeffdingAdaptiveTreeClassifier",
+    "river:tree.HoeffdingTreeClassifier", "river:linear_model.LogisticRegression",
+]
+#: River learners that learn from standardised features (as in River's benchmarks).
+STANDARDISED = ("river:linear_model.", "river:neighbors.")
+
+
+def scenario(name: str, seed: int, n_rows: int = N_ROWS, change_at: int = CHANGE_AT):
+    """The `(x, y)` pairs of scenario `name`: `change_at` rows of its first generator, then
+    `n_rows - change_at` of its second (an abrupt change)."""
+    if name not in SCENARIOS:
+        raise ValueError(f"Unknown scenario {name!r}. Known scenarios: {', '.join(SCENARIOS)}")
+    before, after = SCENARIOS[name][1](seed)
+    return itertools.chain(itertools.islice(before, change_at),
+                           itertools.islice(after, n_rows - change_at))
+
+
+def windows(correct: np.ndarray, change_at: int, window: int = WINDOW) -> dict:
+    """Accuracy over the `window` rows before the change, the first and second `window` rows
+    after it, and the last `window` rows."""
+    c = np.asarray(correct, dtype=float)
+    return {
+        "before": c[max(0, change_at - window) : change_at].mean(),
+        "just_after": c[change_at : change_at + window].mean(),
+        "recovered": c[change_at + window : change_at + 2 * window].mean(),
+        "end": c[-window:].mean(),
+        "whole": c.mean(),
+    }
+
+
+@dataclass(frozen=True)
+class Run:
+    """One model on one scenario at one label ratio and seed: a picklable recipe."""
+
+    scenario: str
+    model: str
+    label_ratio: float
+    seed: int
+    n_rows: int = N_ROWS
+    change_at: int = CHANGE_AT
+
+
+def _ours(model: str) -> bool:
+    return registry.split_ablation(model)[0] in registry.MODELS
+
+
+def make_model(name: str, seed: int, label_ratio: float):
+    """`name` as a user would run it: ours behind a `MinMaxScaler`, River's seeded, behind a
+    `StandardScaler` where River's benchmarks put one, and learning the labeled rows only."""
+    from river import preprocessing
+    from river.checks.utils import seed_params
+
+    import streams
+
+    model = registry.make_model(name, 1, None, seed=seed, preset="default")
+    if _ours(name):
+        return preprocessing.MinMaxScaler() | model
+    model = model.clone(seed_params(model._get_params(), seed))
+    if name.startswith(STANDARDISED):
+        model = preprocessing.StandardScaler() | model
+    return model if label_ratio == 1.0 else streams.LabeledOnly(model)
+
+
+def run_one(r: Run) -> dict:
+    """Test-then-train over the scenario's rows; the windows' accuracies and the rolling curve."""
+    from evaluation.prequential import last_step
+
+    model = make_model(r.model, r.seed, r.label_ratio)
+    keep = np.random.default_rng([r.seed, 7919]).random(r.n_rows) < r.label_ratio
+    correct = np.zeros(r.n_rows, dtype=bool)
+    for i, (x, y) in enumerate(scenario(r.scenario, r.seed, r.n_rows, r.change_at)):
+        correct[i] = model.predict_one(x) == y
+        if keep[i]:
+            model.learn_one(x, y)
+        elif _ours(r.model):
+            model.learn_one(x)
+    learner = last_step(model)
+    drifts = learner.drift_rows if hasattr(learner, "drift_rows") else []
+    curve = np.convolve(correct, np.ones(500) / 500, mode="valid")[::100]
+    return asdict(r) | windows(correct, r.change_at) | {
+        "drift_rows": " ".join(map(str, drifts)), "curve": " ".join(f"{v:.3f}" for v in curve),
+    }
+
+
+# ---------------------------------------------------------------------------------- command
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenarios", type=names, default=None,
+                   help=f"comma-separated, of {', '.join(SCENARIOS)} (default: all)")
+    p.add_argument("--models", type=names, default=None,
+                   help="comma-separated registry names (default: "
+                   f"{', '.join(DEFAULT_MODELS)})")
+    p.add_argument("--label-ratios", type=floats, default=[1.0, 0.1, 0.01],
+                   help="comma-separated shares of labeled rows")
+    p.add_argument("--seeds", type=positive_int, default=3, help="seeds 1..N of every run")
+    p.add_argument("--quick", action="store_true",
+                   help=f"{QUICK_ROWS:,} rows with the change at {QUICK_CHANGE_AT:,}, "
+                   "SEA and STAGGER, 100 %% and 10 %% labels, one seed")
+    p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
+    p.add_argument("--out", type=Path, default=Path("results/drift"), help="output directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=command)
+
+
+def plan(args) -> list[Run]:
+    """The runs `args` ask for, every name checked (ValueError otherwise)."""
+    quick = args.quick
+    scenarios = args.scenarios or (["sea", "stagger"] if quick else list(SCENARIOS))
+    models = args.models or DEFAULT_MODELS
+    ratios = [1.0, 0.1] if quick and args.label_ratios == [1.0, 0.1, 0.01] else args.label_ratios
+    for name in scenarios:
+        if name not in SCENARIOS:
+            raise ValueError(f"Unknown scenario {name!r}. Known scenarios: {', '.join(SCENARIOS)}")
+    for name in models:
+        registry.check_model_name(name)
+        if name.startswith(registry.MOA_PREFIX):
+            raise ValueError(f"Invalid model {name!r}: the drift runs take this project's "
+                             "models and River's")
+    for value in ratios:
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"Invalid label ratio ({value}). Must be in (0, 1]")
+    n_rows, change_at = (QUICK_ROWS, QUICK_CHANGE_AT) if quick else (N_ROWS, CHANGE_AT)
+    seeds = range(1, 2 if quick else args.seeds + 1)
+    return [Run(s, m, ratio, seed, n_rows, change_at)
+            for s in scenarios for ratio in ratios for seed in seeds for m in models]
+
+
+def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
+    from . import progress
+
+    results: list = [None] * len(runs)
+    with progress.bar(len(runs), "drift", unit="run", quiet=quiet) as bar:
+        if jobs <= 1:
+            for i, r in enumerate(runs):
+                results[i] = run_one(r)
+                bar.update()
+            return results
+        import multiprocessing as mp
+
+        from .warmup import warm_up
+
+        firsts = {r.model: r for r in runs if _ours(r.model)}.values()
+        warm_up((registry.make_model(r.model, 2, None, seed=1, preset="default"), 2)
+                for r in firsts)
+        with futures.ProcessPoolExecutor(jobs, mp_context=mp.get_context("forkserver")) as pool:
+            pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
+            for f in futures.as_completed(pending):
+                results[pending[f]] = f.result()
+                bar.update()
+    return results
+
+
+def table_markdown(frame, command_line: str) -> str:
+    """Mean accuracy over seeds per scenario, label ratio and model, and our detectors' alarms."""
+    columns = ["before", "just_after", "recovered", "end"]
+    lines = [
+        f"`{command_line}`", "",
+        f"Accuracy over {WINDOW:,}-row windows around the change, mean over seeds "
+        f"({', '.join(map(str, sorted(frame.seed.unique())))}): before it, the first and the "
+        "second window after it (recovered), the last rows of the stream (end). Alarms: the "
+        "rows where our model's detector fired, per seed.", "",
+    ]
+    for (name, ratio), block in frame.groupby(["scenario", "label_ratio"], sort=False):
+        change_at = int(block.change_at.iloc[0])
+        lines += [f"**{name}**, {ratio:.0%} labels, change at row {change_at:,}: "
+                  f"{SCENARIOS[name][0]}", "",
+                  "| model | before | just after | recovered | end | alarms |",
+                  "|---|---:|---:|---:|---:|---|"]
+        for model, runs in block.groupby("model", sort=False):
+            alarms = "; ".join(str(a) or "none" for a in runs.drift_rows) if _ours(model) else ""
+            cells = " | ".join(f"{runs[c].mean():.3f}" for c in columns)
+            lines.append(f"| `{model}` | {cells} | {alarms} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def figure(frame):
+    """Rolling accuracy (500 rows) around the change, one panel per scenario and label ratio."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = list(frame.groupby(["scenario", "label_ratio"], sort=False))
+    cols = min(3, len(groups))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows), squeeze=False)
+    for ax, ((name, ratio), block) in zip(axes.flat, groups):
+        change_at = int(block.change_at.iloc[0])
+        for model, runs in block.groupby("model", sort=False):
+            curves = np.array([[float(v) for v in c.split()] for c in runs.curve])
+            x = 500 + 100 * np.arange(curves.shape[1])
+            ax.plot(x, curves.mean(axis=0), label=model.replace("river:", ""), lw=1.2)
+        ax.axvline(change_at, color="k", ls=":", lw=1)
+        ax.set_title(f"{name}, {ratio:.0%} labels", fontsize=10)
+        ax.set_xlabel("row")
+        ax.set_ylabel("accuracy (500 rows)")
+    for ax in axes.flat[len(groups):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def command(args) -> int:
+    import pandas as pd
+
+    from .files import atomic_write_all, check_writable, figure_job, result_jobs
+
+    try:
+        runs = plan(args)
+        out = check_writable(args.out)
+    except ValueError as e:
+        print("error:", " ".join(str(e).split()), file=sys.stderr)
+        return 2
+    frame = pd.DataFrame(run_all(runs, args.jobs, args.quiet))
+    table = table_markdown(frame, args.command_line)
+    jobs = result_jobs(out, "drift", frame, table)
+    jobs.append(figure_job(out / "drift.png", figure(frame)))
+    for path in atomic_write_all(jobs):
+        print(path)
+    print(table)
+    return 0

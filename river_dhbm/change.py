@@ -1,0 +1,96 @@
+"""What a model does when the concept changes: it watches its labeled rows' errors with one of
+River's drift detectors and, on an alarm, learns again as a young model does.
+
+A network that has settled on a concept learns the next one slowly: by then its warm start has
+brought every update down to one gradient step, its label memory replays rows of the old
+concept, and Adam's moments carry the old gradients. ARF and the Hoeffding adaptive tree watch
+their own errors with a detector from `river.drift` (ADWIN) and replace what went stale; a
+network restarts how it learns instead of what it knows (`restart`): the warm start counts
+labels from the alarm on, the label memory is emptied, Adam's moments are zeroed. The weights
+stay: a false alarm costs some noisy steps, never the model.
+
+Only a rise of the error is a change to act on: ADWIN also fires when a young model's error
+falls, which is the model learning, not the stream changing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from river import base as river_base
+from river import drift
+
+__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "restart"]
+
+#: ADWIN's confidence of the default detector (ARF's is 0.001).
+DEFAULT_DELTA = 0.001
+
+#: A model restarts its learning at the first multiple of this many updates after an alarm:
+#: the fused runs of mini-batches (one kernel call each) stop there to consult the detector, so
+#: every path restarts at the same update and learns the same model.
+CHECK_EVERY = 10
+
+
+def check_detector(detector) -> None:
+    """Refuse anything but None or one of River's drift detectors, in one line."""
+    if detector is not None and not isinstance(detector, river_base.DriftDetector):
+        raise ValueError(
+            f"Invalid drift_detector ({detector!r:.60}). Must be None (ADWIN) or a River drift "
+            "detector, e.g. river.drift.ADWIN() (river.drift.NoDrift() turns detection off)"
+        )
+
+
+class ChangeWatch:
+    """A fresh copy of `detector` (ADWIN when None) fed with the labeled rows' 0/1 errors.
+
+    `alarms` lists the rows (counted from 1, in the order the model learnt them) at whose
+    mini-batch the error rose.
+    """
+
+    def __init__(self, detector):
+        self.detector = (drift.ADWIN(delta=DEFAULT_DELTA) if detector is None
+                         else detector.clone())
+        self.active = not isinstance(self.detector, drift.NoDrift)
+        self.alarms: list[int] = []
+        self.pending = False  # an alarm whose restart waits for the next check
+
+    def rose(self, errors, row: int) -> bool:
+        """Feed `errors` (bools, in row order) and say whether the error rose on any of them;
+        `row` is the count of rows learnt at the end of their mini-batch."""
+        detector = self.detector
+        rose = False
+        for error in errors:
+            before = getattr(detector, "estimation", None)
+            detector.update(float(error))
+            if detector.drift_detected:
+                after = getattr(detector, "estimation", None)
+                # a two-sided detector (ADWIN) keeps the recent window: compare its mean
+                rose |= before is None or after is None or after > before
+        if rose:
+            self.alarms.append(int(row))
+            self.pending = True
+        return rose
+
+    def due(self, n_updates: int) -> bool:
+        """Whether the model must restart now, after `n_updates` updates (and clear it)."""
+        if self.pending and n_updates % CHECK_EVERY == 0:
+            self.pending = False
+            return True
+        return False
+
+
+def restart(model) -> None:
+    """Re-open `model`'s fast learning after a change: the warm start counts labels from now
+    on, the label memory forgets the old concept, Adam's moments start again."""
+    model._labels_before_change = model.n_labeled_seen
+    if model._memory is not None:
+        model._memory.state[:] = 0
+    moments = getattr(model, "_moments", None)
+    if moments is not None and moments.size:
+        moments[:] = 0.0
+        model._adam_steps = 0
+
+
+def labeled_errors(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Whether each labeled row (`codes >= 0`) of a mini-batch is mispredicted by `P`."""
+    labeled = codes >= 0
+    return P[labeled].argmax(axis=1) != codes[labeled]
