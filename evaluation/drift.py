@@ -36,7 +36,7 @@ __all__ = ["SCENARIOS", "Run", "add_arguments", "command", "run_one", "scenario"
 N_ROWS, CHANGE_AT = 20_000, 10_000
 #: Rows of each accuracy window (the second window after the change is the recovery's measure).
 WINDOW = 2_500
-QUICK_ROWS, QUICK_CHANGE_AT = 6_000, 3_000
+QUICK_ROWS, QUICK_CHANGE_AT, QUICK_WINDOW = 6_000, 3_000, 1_000
 
 
 def _sea(seed):
@@ -140,6 +140,7 @@ class Run:
     seed: int
     n_rows: int = N_ROWS
     change_at: int = CHANGE_AT
+    window: int = WINDOW
 
 
 def _ours(model: str) -> bool:
@@ -179,7 +180,7 @@ def run_one(r: Run) -> dict:
     learner = last_step(model)
     drifts = learner.drift_rows if hasattr(learner, "drift_rows") else []
     curve = np.convolve(correct, np.ones(500) / 500, mode="valid")[::100]
-    return asdict(r) | windows(correct, r.change_at) | {
+    return asdict(r) | windows(correct, r.change_at, r.window) | {
         "drift_rows": " ".join(map(str, drifts)), "curve": " ".join(f"{v:.3f}" for v in curve),
     }
 
@@ -197,8 +198,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated shares of labeled rows")
     p.add_argument("--seeds", type=positive_int, default=3, help="seeds 1..N of every run")
     p.add_argument("--quick", action="store_true",
-                   help=f"{QUICK_ROWS:,} rows with the change at {QUICK_CHANGE_AT:,}, "
-                   "SEA and STAGGER, 100 %% and 10 %% labels, one seed")
+                   help=f"{QUICK_ROWS:,} rows with the change at {QUICK_CHANGE_AT:,}, windows of "
+                   f"{QUICK_WINDOW:,}, SEA and STAGGER, 100 %% and 10 %% labels, one seed")
     p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     p.add_argument("--out", type=Path, default=Path("results/drift"), help="output directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -222,9 +223,9 @@ def plan(args) -> list[Run]:
     for value in ratios:
         if not 0.0 < value <= 1.0:
             raise ValueError(f"Invalid label ratio ({value}). Must be in (0, 1]")
-    n_rows, change_at = (QUICK_ROWS, QUICK_CHANGE_AT) if quick else (N_ROWS, CHANGE_AT)
+    sizes = (QUICK_ROWS, QUICK_CHANGE_AT, QUICK_WINDOW) if quick else (N_ROWS, CHANGE_AT, WINDOW)
     seeds = range(1, 2 if quick else args.seeds + 1)
-    return [Run(s, m, ratio, seed, n_rows, change_at)
+    return [Run(s, m, ratio, seed, *sizes)
             for s in scenarios for ratio in ratios for seed in seeds for m in models]
 
 
@@ -258,7 +259,7 @@ def table_markdown(frame, command_line: str) -> str:
     columns = ["before", "just_after", "recovered", "end"]
     lines = [
         f"`{command_line}`", "",
-        f"Accuracy over {WINDOW:,}-row windows around the change, mean over seeds "
+        f"Accuracy over {int(frame.window.iloc[0]):,}-row windows around the change, mean over seeds "
         f"({', '.join(map(str, sorted(frame.seed.unique())))}): before it, the first and the "
         "second window after it (recovered), the last rows of the stream (end). Alarms: the "
         "rows where our model's detector fired, per seed.", "",

@@ -21,8 +21,9 @@ from river import drift
 
 __all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "restart"]
 
-#: ADWIN's confidence of the default detector (ARF's is 0.001).
-DEFAULT_DELTA = 0.001
+#: ADWIN's confidence of the default detector: ARF's warning detector's, more sensitive than its
+#: drift detector's 0.001, since an alarm here costs a restart of the learning, not the model.
+DEFAULT_DELTA = 0.01
 
 #: A model restarts its learning at the first multiple of this many updates after an alarm:
 #: the fused runs of mini-batches (one kernel call each) stop there to consult the detector, so

@@ -119,7 +119,7 @@ class DHBM(HybridClassifier):
     drift_detector
         A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
         learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
+        Notes). Defaults to `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -293,10 +293,6 @@ class DHBM(HybridClassifier):
 
     """
 
-    #: The first layer's initial weights, relative to Glorot's: inputs in [0, 1] spread about a
-    #: third as far as the unit-variance inputs Glorot's bound is made for.
-    INIT_SCALE = 3.0
-
     # models pickled before these settings existed go on learning as they did
     steps, warm_start, init = 1, None, "glorot"
 
@@ -462,7 +458,7 @@ class DHBM(HybridClassifier):
         dtype = np.dtype(self.dtype)
         theta = np.zeros(self._off[-1, 2], dtype)
         network.init_weights(theta, self._off, self._sizes, self._rng,
-                             **network.first_layer_init(self.init, self.INIT_SCALE))
+                             **network.first_layer_init(self.init))
         self._theta = theta
         A = int(self._hcum[-1])
         M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
@@ -542,7 +538,8 @@ class DHBM(HybridClassifier):
         update(
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._estimator, self.mf_steps,
-            self._step_size(), alpha, beta, scarce_labels.proxy_confidence(self),
+            self._step_size() * scarce_labels.step_scale(self, self.n_labeled_seen), alpha,
+            beta, scarce_labels.proxy_confidence(self),
             disc_weight, self.pseudo_label == "hard", mask,
             self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
             *self._work_arrays(), self._moments, self._adam_steps + 1, steps, n_batch, _NO_CODES,
@@ -610,7 +607,7 @@ class DHBM(HybridClassifier):
         dhbm_kernels.dhbm_test_then_train(
             X, codes, betas * share, self._adam_steps + 1, predicted, self._theta, self._grad,
             self._off, self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
-            self._step_size(), float(self.alpha) * share,
+            self._step_size() * share ** scarce_labels.STEP_POWER, float(self.alpha) * share,
             float(self.discriminative_weight) / share,
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,

@@ -111,7 +111,7 @@ class DHDA(HybridClassifier):
     drift_detector
         A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
         learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
+        Notes). Defaults to `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -257,9 +257,6 @@ class DHDA(HybridClassifier):
 
     _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
 
-    #: The first layer's initial weights, relative to Glorot's (as `DHBM.INIT_SCALE`).
-    INIT_SCALE = 3.0
-
     # models pickled before these settings existed go on learning as they did
     steps, warm_start, init, optimizer = 1, None, "glorot", "sgd"
     _moments = np.zeros(0)
@@ -374,7 +371,7 @@ class DHDA(HybridClassifier):
         theta = np.zeros(self._off[-1, 2], self.dtype)
         upper = self.UPPER_INIT if self.slow_upper_layers else 1.0
         network.init_weights(theta, self._off, self._sizes, self._rng, upper,
-                             **network.first_layer_init(self.init, self.INIT_SCALE))
+                             **network.first_layer_init(self.init))
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0, self.dtype)
@@ -410,10 +407,11 @@ class DHDA(HybridClassifier):
         alpha, beta, disc_weight = scarce_labels.term_weights(
             self, scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
             * self.learn_unlabeled)
+        scale = scarce_labels.step_scale(self, self.n_labeled_seen)
         dhda_kernels.dhda_update(
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse", self.mf_steps,
-            float(self.learning_rate), self._upper_lr(), alpha, beta, disc_weight,
+            float(self.learning_rate) * scale, self._upper_lr() * scale, alpha, beta, disc_weight,
             self.pseudo_label == "hard", mask, kappa,
             self._moments, self._adam_steps + 1, steps, n_batch,
         )

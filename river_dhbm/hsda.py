@@ -97,7 +97,7 @@ class HSDA(HybridClassifier):
     drift_detector
         A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
         learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
+        Notes). Defaults to `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -246,9 +246,6 @@ class HSDA(HybridClassifier):
         "drift_detector": drift.NoDrift(),
     }
 
-    #: `init="centred"`: every layer's initial weights, relative to Glorot's (as `DHDA`'s).
-    INIT_SCALE = 3.0
-
     # models pickled before these settings existed go on learning as they did
     steps, warm_start, init, optimizer, discriminative_weight = 1, None, "glorot", "sgd", 1.0
     _moments = np.zeros(0)
@@ -371,7 +368,7 @@ class HSDA(HybridClassifier):
             o = self._bases[l] + self._offs[l, 0, network.COL_W]
             W = self._rng.uniform(-bound, bound, fan_in * fan_out)
             if centred:  # each layer's units cut its input box (`network.centred_biases`)
-                W *= self.INIT_SCALE
+                W *= network.centred_scale(fan_in, fan_out)
                 b = self._bases[l] + self._offs[l, 0, network.COL_B]
                 theta[b : b + fan_out] = network.centred_biases(W.reshape(fan_in, fan_out),
                                                                 self._rng)
@@ -440,7 +437,8 @@ class HSDA(HybridClassifier):
         hsda_kernels.hsda_update(
             X, y, self._theta, self._grad, self._bases, self._offs, self._sizes, self._hcum,
             len(self._classes), self._kind, self._dec_kind, self.loss == "mse",
-            float(self.learning_rate), alpha, beta, disc_weight, self.pseudo_label == "hard",
+            float(self.learning_rate) * scarce_labels.step_scale(self, self.n_labeled_seen),
+            alpha, beta, disc_weight, self.pseudo_label == "hard",
             mask, kappa,
             self._layer_weights(), self._moments, self._adam_steps + 1, steps, n_batch,
         )

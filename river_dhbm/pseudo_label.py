@@ -75,7 +75,7 @@ class PseudoLabelMLP(HybridClassifier):
     drift_detector
         A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
         learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
+        Notes). Defaults to `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -186,8 +186,6 @@ class PseudoLabelMLP(HybridClassifier):
     #: Step of the hidden layers above the first, relative to `learning_rate`, when
     #: `deep_identity` (the same for every depth).
     UPPER_STEP = 0.03
-    #: The first layer's initial weights, relative to Glorot's (as `DHBM.INIT_SCALE`).
-    INIT_SCALE = 3.0
     #: A weight beyond this after a plain SGD update means the step diverged: it is undone.
     #: Trained weights stay below 1 on LED and Waveform (`paper()`, 20,000 rows).
     DIVERGED = 100.0
@@ -275,7 +273,7 @@ class PseudoLabelMLP(HybridClassifier):
             self._theta[o : o + n_in * n_out] = W.ravel()
         if self.init == "centred":  # as the hybrids' (`network.init_weights`), drawn after
             W = self._theta[self._off[0, network.COL_W] :][: n_features * self._sizes[1]]
-            W *= self.INIT_SCALE
+            W *= network.centred_scale(n_features, int(self._sizes[1]))
             b = self._off[0, network.COL_B]
             self._theta[b : b + self._sizes[1]] = network.centred_biases(
                 W.reshape(n_features, self._sizes[1]), self._rng)
@@ -303,12 +301,14 @@ class PseudoLabelMLP(HybridClassifier):
             mask = np.empty(0)
         beta = scarce_labels.beta_at(self.beta, self.beta_schedule, self.n_updates)
         beta *= self.learn_unlabeled
+        scale = scarce_labels.step_scale(self, self.n_labeled_seen)
         # a plain SGD step grows with the features (Adam's is bounded by the step size): keep
         # the weights to undo a step that diverged (see the Notes)
         before = self._theta.copy() if self.optimizer == "sgd" else None
         mlp_kernels.mlp_update(
             X, y, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
-            self._kind, mask, keep, float(self.learning_rate), self._upper_lr(), beta,
+            self._kind, mask, keep, float(self.learning_rate) * scale, self._upper_lr() * scale,
+            beta,
             self._grad, self._moments, self._adam_steps + 1, steps, n_batch,
         )
         self._adam_steps += steps

@@ -74,7 +74,7 @@ class SBEN(DHBM):
     drift_detector
         A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
         learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.001)`; `drift.NoDrift()` turns it off.
+        Notes). Defaults to `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -192,7 +192,7 @@ class SBEN(DHBM):
         theta = np.zeros(self._boff[-1])
         for b in range(L):  # each block as a one-layer DHBM (`network.init_weights`)
             block = theta[self._boff[b] : self._boff[b + 1]]
-            first = network.first_layer_init(self.init, self.INIT_SCALE)
+            first = network.first_layer_init(self.init)
             network.init_weights(block, self._offs[b], self._bsizes[b], self._rng, **first)
         self._theta = theta
         self._adam_steps = 0
@@ -276,7 +276,9 @@ class SBEN(DHBM):
         update(
             X, y, self._theta, self._grad, self._moments, self._adam_steps + 1, self._boff,
             self._offs, self._bsizes, self._hcums, len(self._classes), self._kind,
-            self._estimator, self.mf_steps, float(self.learning_rate), alpha, beta, disc_weight,
+            self._estimator, self.mf_steps,
+            float(self.learning_rate) * scarce_labels.step_scale(self, self.n_labeled_seen),
+            alpha, beta, disc_weight,
             self.pseudo_label == "hard", keep, masks, n * self._moff_unit, self._part_x,
             self._pvoff, self._part_h, self._phoff, self._part_y, part_mask, noise_h, noise_v,
             self._nvoff, w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xbuf"],

@@ -242,14 +242,15 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
 
 @njit(**_JIT)
 def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, off, sizes, hcum,
-                         n_classes, kind, mf_steps, lr, alphas, disc_weights, hard, part_x,
+                         n_classes, kind, mf_steps, lrs, alphas, disc_weights, hard, part_x,
                          part_h, part_y, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
                          wdisc, theta_t, moments, mem_X, mem_y, mem_state, uniforms, replay,
                          confidence, labeled_seen, warm_up, steps, first_pred):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
     dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0] - replay` rows
-    of `X` in turn, with `codes` as its `y`, `alphas[b]`, `betas[b]`, `disc_weights[b]` as
-    its `alpha`, `beta`, `disc_weight` and `steps[b]` (int64) as the step count of block `b`, Adam's step numbers running on from `first_step`.
+    of `X` in turn, with `codes` as its `y`, `lrs[b]`, `alphas[b]`, `betas[b]`,
+    `disc_weights[b]` as its `lr`, `alpha`, `beta`, `disc_weight` and `steps[b]` (int64) as
+    the step count of block `b`, Adam's step numbers running on from `first_step`.
     `predicted [len(X)]` receives each row's most probable class BEFORE its update: the
     argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1 and
     no refinement). Each update also learns `replay` rows of the label memory `(mem_X,
@@ -276,7 +277,7 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
         memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
         gate = confidence if labeled_seen >= warm_up else 2.0
         dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes,
-                       hcum, n_classes, kind, MF, mf_steps, lr, alphas[b], betas[b], gate,
+                       hcum, n_classes, kind, MF, mf_steps, lrs[b], alphas[b], betas[b], gate,
                        disc_weights[b], hard, empty, part_x, part_h, part_y, empty, empty, empty,
                        act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t, moments,
                        adam, steps[b], n, first_pred)

@@ -60,6 +60,10 @@ COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 #: (`transpose_weights`): it pays for the streams' small products; at MNIST's 784 BLAS's own
 #: transposed path is as fast, and rebuilding it cost 2.8 ms of a 27 ms update (and 1.1 more).
 MIRROR_MAX_WIDTH = 255
+#: The slope `derivative` gives a bounded rectifier outside (0, 1), where its true slope is 0: a
+#: unit clipped for every row of a mini-batch would get no gradient and never come back (most
+#: units of a narrow deep stack were, and its error stopped far above the Bayes error).
+CLIPPED_SLOPE = 0.1
 
 
 # --------------------------------------------------------------------------- layout (Python)
@@ -115,23 +119,44 @@ def centred_biases(W: np.ndarray, rng) -> np.ndarray:
     return -np.einsum("jd,dj->j", points, W)
 
 
-def first_layer_init(init: str, scale: float) -> dict:
+#: Under `init="centred"`, the standard deviation of a unit's pre-activation over inputs spread
+#: uniformly in the box [0, 1]^D, whatever D. Glorot's bound is made for unit-variance inputs,
+#: and inputs in [0, 1] spread about a third as far; but a sum of D inputs spreads as sqrt(D):
+#: a constant factor made two-input units steep enough to cut the data from the first row on
+#: and left 24-input units clipped for most rows (their gradient 0). 0.21 is the spread of the
+#: factor 3 at two inputs and 64 units, tuned there.
+CENTRED_SPREAD = 0.21
+
+
+def centred_scale(fan_in: int, fan_out: int) -> float:
+    """The factor on Glorot's bound `sqrt(6 / (fan_in + fan_out))` that gives a unit's
+    pre-activation the spread `CENTRED_SPREAD` over the input box: the bound becomes
+    `6 CENTRED_SPREAD / sqrt(fan_in)` (a uniform weight in `+-r` has variance `r^2 / 3`, an
+    input uniform in [0, 1] variance 1 / 12)."""
+    return 6.0 * CENTRED_SPREAD / np.sqrt(fan_in) / np.sqrt(6.0 / (fan_in + fan_out))
+
+
+def first_layer_init(init: str) -> dict:
     """`init_weights`' first-layer options for a model's `init` setting."""
-    return {"first_scale": scale, "centred": True} if init == "centred" else {}
+    return {"centred": True} if init == "centred" else {}
 
 
-def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0, first_scale: float = 1.0,
+def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0,
                  centred: bool = False) -> None:
     """Glorot-uniform `W^l` in `+-sqrt(6 / (H_{l-1} + H_l))` (times `upper_scale` above the first
-    layer, `first_scale` for the first), each copied into the recognition weights `R^l`; drawn
-    layer by layer from `rng`. With `centred`, each first-layer unit's bias puts its hyperplane
-    through a point drawn uniformly in the input box `[0, 1]^D` (drawn after the weights), so
-    that the units cut the inputs' range instead of all passing through its corner 0."""
+    layer), each copied into the recognition weights `R^l`; drawn layer by layer from `rng`.
+    With `centred`, the first layer's weights are scaled to spread `CENTRED_SPREAD`
+    (`centred_scale`) and each of its units' bias puts its hyperplane through a point drawn
+    uniformly in the input box `[0, 1]^D` (drawn after the weights), so that the units cut the
+    inputs' range instead of all passing through its corner 0."""
     for l in range(len(sizes) - 1):
         fan_in, fan_out = sizes[l], sizes[l + 1]
         bound = np.sqrt(6.0 / (fan_in + fan_out))
         W = rng.uniform(-bound, bound, fan_in * fan_out)
-        W *= upper_scale if l > 0 else first_scale
+        if l > 0:
+            W *= upper_scale
+        elif centred:
+            W *= centred_scale(fan_in, fan_out)
         for col in (COL_W, COL_R):
             theta[off[l, col] : off[l, col] + W.size] = W
         if l == 0 and centred:
@@ -349,11 +374,12 @@ def activate(z, kind):
 
 @njit(**_JIT, **INNER)
 def derivative(a, kind):
-    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]` or `1[0 < a < 1]`."""
+    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]`, or for the bounded
+    rectifier 1 inside (0, 1) and `CLIPPED_SLOPE` where it is clipped (a surrogate slope)."""
     if kind == RELU:
         return 1.0 if a > 0.0 else 0.0
     if kind == BOUNDED_RELU:
-        return 1.0 if 0.0 < a < 1.0 else 0.0
+        return 1.0 if 0.0 < a < 1.0 else CLIPPED_SLOPE
     return a * (1.0 - a)
 
 
