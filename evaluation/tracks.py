@@ -21,7 +21,6 @@ benchmark page shows them) and one figure per track (accuracy against instances)
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 from concurrent import futures
 from dataclasses import asdict, dataclass
@@ -101,29 +100,6 @@ def make_model(name: str, dataset, seed: int | None, label_ratio: float = 1.0):
     return model if label_ratio == 1.0 else streams.LabeledOnly(model)
 
 
-class _Rows:
-    """The first `n` rows of a River dataset (all with `n=None`): `n_samples` says how many,
-    since `Track.run` places its checkpoints by it, and `iter_arrays` gives them as blocks,
-    which `streams.LabelMask` asks of the streams it masks."""
-
-    def __init__(self, dataset, n: int | None = None):
-        self.dataset = dataset
-        self.n_samples = dataset.n_samples if n is None else min(n, dataset.n_samples)
-        self.n_features = dataset.n_features
-        self.n_classes = getattr(dataset, "n_classes", None)
-        self.task = dataset.task
-
-    def __iter__(self):
-        return itertools.islice(self.dataset, self.n_samples)
-
-    def iter_arrays(self, chunk_size: int = 1000):
-        rows = iter(self)
-        while block := list(itertools.islice(rows, chunk_size)):
-            xs, ys = zip(*block)
-            keys = sorted(xs[0])
-            yield np.array([[x.get(k, 0.0) for k in keys] for x in xs], dtype=float), np.array(ys)
-
-
 # ---------------------------------------------------------------------------------- runs
 
 
@@ -143,7 +119,8 @@ def run_one(r: Run) -> list[dict]:
     """Run `r` through River's `Track.run`; one row per checkpoint."""
     import streams
 
-    track, dataset = make_track(r.track), _Rows(make_dataset(r.dataset), r.instances)
+    # Track.run places its checkpoints by the dataset's n_samples: FirstRows knows it
+    track, dataset = make_track(r.track), streams.FirstRows(make_dataset(r.dataset), r.instances)
     if r.label_ratio < 1.0:  # every model of a (dataset, seed) sees the same kept labels
         dataset = streams.LabelMask(dataset, label_ratio=r.label_ratio, seed=r.seed)
     model = make_model(r.model, dataset, r.seed, r.label_ratio)
@@ -209,7 +186,7 @@ def plan(args) -> list[Run]:
                     runs.append(Run(track, type(dataset).__name__, model, args.label_ratio,
                                     seed, instances))
     for r in {(r.dataset, r.model): r for r in runs}.values():  # bad parameters fail now
-        make_model(r.model, _Rows(make_dataset(r.dataset)), r.seed, r.label_ratio)
+        make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
     return runs
 
 
@@ -231,7 +208,7 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
 
             # compile once here, the workers load Numba's cache
             firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
-            warm_up((make_model(r.model, _Rows(make_dataset(r.dataset)), r.seed, r.label_ratio),
+            warm_up((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio),
                      make_dataset(r.dataset).n_features) for r in firsts)
             context = mp.get_context("forkserver")
             with futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
