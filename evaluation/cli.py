@@ -33,6 +33,7 @@ from pathlib import Path
 
 from . import registry
 from .arguments import assignment, names, non_negative_int, positive_int, ratio
+from .workers import Interrupted
 
 __all__ = ["main"]
 
@@ -387,6 +388,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m evaluation") -> i
     own name as `prog` (`evaluation.__main__.main`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv, prog)
+    args = None
     try:
         args = parser.parse_args(argv)
         args.command_line = " ".join([prog, *argv])  # what reproduces the run, in reports
@@ -394,3 +396,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m evaluation") -> i
     except BadArguments as e:
         print("error:", " ".join(str(e).split()), file=sys.stderr)  # one line, whatever e says
         return 2
+    except (KeyboardInterrupt, Interrupted) as e:  # Ctrl-C: one line, no traceback
+        print(_interrupted_line(e, args), file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
+
+
+def _interrupted_line(e: BaseException, args) -> str:
+    """What Ctrl-C left: the runs done, and what was not written (result files are written
+    all at once at the end, so none is; MNIST's are rewritten after each finished trial)."""
+    done = f"{e}" if isinstance(e, Interrupted) else "stopped"
+    out = getattr(args, "out", None)
+    if getattr(args, "command", None) == "mnist":
+        return f"interrupted: {done}; the files in {out or 'the output directory'} hold the " \
+               "finished trials only"
+    return f"interrupted: {done}; nothing written" + (f" to {out}" if out else "")

@@ -16,6 +16,7 @@ from . import progress, registry
 from .files import atomic_write, atomic_write_all, check_writable  # noqa: F401 (old home)
 from .curve import _Curve
 from .prequential import prequential
+from .workers import counting, process_pool
 
 __all__ = [
     "Trial",
@@ -170,10 +171,11 @@ def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool 
         if scheduler is not None:
             return _run_dask(trials, scheduler, bars)
         if jobs <= 1 or len(trials) == 1:
-            results = []
-            for i, t in enumerate(trials):
-                results.append(run_trial(t, progress=lambda n, i=i: bars.update(i, n)))
-                bars.done(i)
+            results: list = [None] * len(trials)
+            with counting(results, "trials"):
+                for i, t in enumerate(trials):
+                    results[i] = run_trial(t, progress=lambda n, i=i: bars.update(i, n))
+                    bars.done(i)
             return results
         return _run_processes(trials, jobs, bars)
     finally:
@@ -208,8 +210,8 @@ def _run_processes(trials, jobs, bars) -> list:
     context.set_forkserver_preload([__name__])
     queue = None if bars.quiet else context.Queue()
     results: list = [None] * len(trials)
-    with futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(queue,)
+    with counting(results, "trials"), process_pool(
+        jobs, context=context, initializer=_init_worker, initargs=(queue,)
     ) as pool:
         pending = {pool.submit(_run_in_worker, t, i): i for i, t in enumerate(trials)}
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .workers import deferred_interrupt
+
 __all__ = ["atomic_write", "atomic_write_all", "check_writable", "figure_job", "result_jobs"]
 
 
@@ -25,8 +27,9 @@ def atomic_write_all(jobs) -> list[Path]:
         for path, write in jobs:
             tmps.append(_tmp_name(Path(path)))
             write(tmps[-1])
-        for (path, _), tmp in zip(jobs, tmps):
-            os.replace(tmp, path)
+        with deferred_interrupt():  # all the files or none: Ctrl-C waits for the renames
+            for (path, _), tmp in zip(jobs, tmps):
+                os.replace(tmp, path)
     finally:
         for tmp in tmps:
             if tmp.exists():

@@ -49,6 +49,8 @@ import numpy as np
 
 from . import moa_peers, registry
 from .arguments import floats, names, positive_int
+from .files import atomic_write_all, check_writable
+from .workers import counting, process_pool
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
            "run", "run_one"]
@@ -283,29 +285,28 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
 
     tasks = [(s, r, m, seed, instances, mnist) for s in streams for seed in seeds
              for r in label_ratios for m in models]
-    bar = progress_bar(len(tasks), "suite", unit="run", quiet=not progress)
-    rows = []
-    if jobs == 1:
-        for t in tasks:
-            rows.append(_task(t))
-            bar.update()
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        from .warmup import warm_up
-
-        # compile once here (the streams' kernels too), the workers load Numba's cache
-        widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
-        ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
-        warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in ours))
-        # a JVM (MOA's) does not survive a fork: workers from a fresh server start their own
-        context = None if ours == list(models) else mp.get_context("forkserver")
-        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            for r in pool.map(_task, tasks):
-                rows.append(r)
+    rows: list = [None] * len(tasks)
+    with progress_bar(len(tasks), "suite", unit="run", quiet=not progress) as bar, \
+            counting(rows):
+        if jobs == 1:
+            for i, t in enumerate(tasks):
+                rows[i] = _task(t)
                 bar.update()
-    bar.close()
+        else:
+            import multiprocessing as mp
+
+            from .warmup import warm_up
+
+            # compile once here (the streams' kernels too), the workers load Numba's cache
+            widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
+            ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
+            warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in ours))
+            # a JVM (MOA's) does not survive a fork: workers from a fresh server start their own
+            context = None if ours == list(models) else mp.get_context("forkserver")
+            with process_pool(jobs, context=context) as pool:
+                for i, r in enumerate(pool.map(_task, tasks)):
+                    rows[i] = r
+                    bar.update()
     return pd.DataFrame(rows)
 
 
@@ -367,7 +368,7 @@ def plot(runs, path: Path) -> None:
     axes[0][0].set_ylabel("prequential accuracy")
     axes[0][-1].legend(fontsize=6, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
 
 
@@ -447,11 +448,11 @@ def _run_and_write(args) -> None:
     streams, models, ratios, seeds, instances = _settings(args)
     runs = run(streams, ratios, models, list(range(1, seeds + 1)), instances, args.mnist,
                args.jobs, progress=not args.quiet)
-    args.out.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(args.out / "suite.csv", index=False)
     table = table_markdown(runs)
-    (args.out / "suite.md").write_text(
-        "Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
-        f"standard error over {seeds} seeds.\n\n" + table)
-    plot(runs, args.out / "suite.png")
+    text = ("Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
+            f"standard error over {seeds} seeds.\n\n" + table)
+    out = check_writable(args.out)
+    atomic_write_all([(out / "suite.csv", lambda p: runs.to_csv(p, index=False)),
+                      (out / "suite.md", lambda p: p.write_text(text)),
+                      (out / "suite.png", lambda p: plot(runs, p))])
     print(table, end="")

@@ -31,6 +31,7 @@ import pandas as pd
 
 from . import registry
 from .arguments import names, positive_int, ratio
+from .workers import counting, process_pool
 
 __all__ = ["RIVER_LEARNERS", "TRACKS", "Run", "add_arguments", "plan", "run", "run_one",
            "table_markdown", "write_outputs"]
@@ -195,7 +196,7 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
     from . import progress
 
     results: list = [None] * len(runs)
-    with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar:
+    with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar, counting(results):
         if jobs <= 1:
             for i, r in enumerate(runs):
                 bar.set_postfix_str(f"{r.dataset} {r.model}")
@@ -211,7 +212,7 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
             warm_up((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio),
                      make_dataset(r.dataset).n_features) for r in firsts)
             context = mp.get_context("forkserver")
-            with futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            with process_pool(jobs, context=context) as pool:
                 pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
                 for f in futures.as_completed(pending):
                     results[pending[f]] = f.result()
