@@ -394,11 +394,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--moa", action="store_true",
                    help=f"add MOA's peers {', '.join(MOA_PEERS)}; they need the moa extra: "
                    f"{moa_peers.INSTALL_HINT}")
-    p.add_argument("--seeds", type=positive_int, default=5, help="seeds 1..N per cell")
-    p.add_argument("--instances", type=positive_int, default=DEFAULT_INSTANCES)
-    p.add_argument("--mnist", metavar="DIR", help="MNIST's IDX directory (adds the stream)")
-    p.add_argument("--jobs", type=positive_int, default=1)
-    p.add_argument("--out", type=Path, default=Path("results/suite"))
+    p.add_argument("--seeds", type=positive_int, default=5,
+                   help="seeds per cell: --seed, --seed + 1, ..., each the seed of the stream, "
+                   "the label mask and the model")
+    p.add_argument("--seed", type=int, default=0, help="the first seed")
+    p.add_argument("--instances", type=positive_int, default=DEFAULT_INSTANCES,
+                   help="rows per stream (a shorter data set: all of its rows)")
+    p.add_argument("--mnist", metavar="DIR",
+                   help="MNIST's IDX directory (adds the stream; default: no MNIST)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
+    p.add_argument("--out", type=Path, default=Path("results/suite"), help="output directory")
     p.add_argument("--quick", action="store_true",
                    help="the first look: 3,000 rows of every stream but MNIST, 2 seeds, "
                    "labels 100 %%, 10 %% and 1 %%, the hybrids, their ablations and three "
@@ -446,11 +451,12 @@ def check(args) -> None:
 
 def _run_and_write(args) -> None:
     streams, models, ratios, seeds, instances = _settings(args)
-    runs = run(streams, ratios, models, list(range(1, seeds + 1)), instances, args.mnist,
+    first = args.seed
+    runs = run(streams, ratios, models, list(range(first, first + seeds)), instances, args.mnist,
                args.jobs, progress=not args.quiet)
     table = table_markdown(runs)
     text = ("Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
-            f"standard error over {seeds} seeds.\n\n" + table)
+            f"standard error over {seeds} seeds ({first}-{first + seeds - 1}).\n\n" + table)
     out = check_writable(args.out)
     atomic_write_all([(out / "suite.csv", lambda p: runs.to_csv(p, index=False)),
                       (out / "suite.md", lambda p: p.write_text(text)),

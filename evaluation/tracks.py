@@ -134,11 +134,12 @@ def run_one(r: Run) -> list[dict]:
     return rows
 
 
-def seeds_of(model: str, label_ratio: float, n_seeds: int) -> range:
-    """The seeds `model` runs with: all `n_seeds` when something in the run is random (a seeded
-    model, River's convention, or the label mask), else one, since every seed would repeat it."""
+def seeds_of(model: str, label_ratio: float, n_seeds: int, first: int = 0) -> range:
+    """The seeds `model` runs with, from `first`: all `n_seeds` when something in the run is
+    random (a seeded model, River's convention, or the label mask), else one, since every seed
+    would repeat it."""
     stochastic = registry.make_model(model, 2, None, preset="default")._is_stochastic
-    return range(n_seeds if stochastic or label_ratio < 1.0 else 1)
+    return range(first, first + (n_seeds if stochastic or label_ratio < 1.0 else 1))
 
 
 def available(dataset, download: bool) -> str | None:
@@ -183,7 +184,7 @@ def plan(args) -> list[Run]:
                 print(why, file=sys.stderr)
                 continue
             for model in models:
-                for seed in seeds_of(model, args.label_ratio, args.seeds):
+                for seed in seeds_of(model, args.label_ratio, args.seeds, args.seed):
                     runs.append(Run(track, type(dataset).__name__, model, args.label_ratio,
                                     seed, instances))
     for r in {(r.dataset, r.model): r for r in runs}.values():  # bad parameters fail now
@@ -339,8 +340,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--label-ratio", type=ratio, default=1.0,
                    help="share of rows that keep their label (default 1.0: River's tracks)")
     p.add_argument("--seeds", type=positive_int, default=1,
-                   help="seeds 0..N-1 for every run something random changes (a seeded model, "
-                   "the label mask); default 1")
+                   help="seeds --seed, --seed + 1, ... for every run something random changes "
+                   "(a seeded model, the label mask); one run elsewhere")
+    p.add_argument("--seed", type=int, default=0, help="the first seed")
     p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     p.add_argument("--out", type=Path, help="output directory (default results/tracks, "
                    "results/tracks-<percent> below 100 %% labels, -quick with --quick)")
