@@ -50,6 +50,7 @@ import numpy as np
 from . import moa_peers, registry
 from .arguments import floats, names, positive_int
 from .files import atomic_write_all, check_writable
+from .warmup import announce
 from .workers import counting, process_pool
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
@@ -288,6 +289,8 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
     rows: list = [None] * len(tasks)
     with progress_bar(len(tasks), "suite", unit="run", quiet=not progress) as bar, \
             counting(rows):
+        ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
+        announce(make_learner(m, seeds[0])[0] for m in ours)  # one notice names them all
         if jobs == 1:
             for i, t in enumerate(tasks):
                 rows[i] = _task(t)
@@ -299,7 +302,6 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
 
             # compile once here (the streams' kernels too), the workers load Numba's cache
             widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
-            ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
             warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in ours))
             # a JVM (MOA's) does not survive a fork: workers from a fresh server start their own
             context = None if ours == list(models) else mp.get_context("forkserver")
