@@ -378,7 +378,9 @@ def write_outputs(
         (out / "summary.md", lambda p: p.write_text(summary_markdown(summary))),
     ]
     if settings is not None:
-        text = json.dumps(settings, indent=2, default=str) + "\n"
+        from .files import sources_hash
+
+        text = json.dumps(settings | {"sources": sources_hash()}, indent=2, default=str) + "\n"
         jobs.append((out / "settings.json", lambda p: p.write_text(text)))
     fig = None
     if figure is not None:

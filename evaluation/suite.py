@@ -49,7 +49,7 @@ import numpy as np
 
 from . import moa_peers, registry
 from .arguments import floats, names, positive_int
-from .files import atomic_write_all, check_writable
+from .files import atomic_write_all, check_writable, result_jobs
 from .warmup import announce
 from .workers import counting, process_pool
 
@@ -460,7 +460,7 @@ def _run_and_write(args) -> None:
     text = ("Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
             f"standard error over {seeds} seeds ({first}-{first + seeds - 1}).\n\n" + table)
     out = check_writable(args.out)
-    atomic_write_all([(out / "suite.csv", lambda p: runs.to_csv(p, index=False)),
-                      (out / "suite.md", lambda p: p.write_text(text)),
+    settings = {k: v for k, v in vars(args).items() if k != "func"}
+    atomic_write_all([*result_jobs(out, "suite", runs, text, settings),
                       (out / "suite.png", lambda p: plot(runs, p))])
     print(table, end="")

@@ -38,3 +38,50 @@ def test_readme_keeps_the_two_set_up_commands_first():
     assert blocks[0].strip() == "pip install -e . && python -m evaluation suite --quick --jobs 2"
     assert blocks[1].strip() == 'pip install -e ".[test]" && pytest'
     assert len(text.splitlines()) <= 150
+
+
+STALE_NOTE = '!!! warning "Stale results"'
+
+
+def _included_results():
+    """(page, results directory) for every results file a docs page includes (`--8<--`)."""
+    import re
+
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for path in re.findall(r'--8<-- "(evaluation/results/[^"]+)"', page.read_text()):
+            yield page, (ROOT / path).parent
+
+
+def test_a_page_showing_results_of_older_code_says_so():
+    """A results directory records the hash of the models' and streams' sources it ran with
+    (`settings.json`: `sources`); a page that includes its table while the code has changed
+    since (or that predates the record) carries the stale note, and only then."""
+    import json
+
+    from evaluation.files import sources_hash
+
+    today = sources_hash()
+    pages = {}
+    for page, directory in _included_results():
+        settings = directory / "settings.json"
+        recorded = json.loads(settings.read_text()).get("sources") if settings.exists() else None
+        pages.setdefault(page, []).append(recorded == today)
+    assert pages  # the pages do include their tables
+    for page, fresh in pages.items():
+        marked = STALE_NOTE in page.read_text()
+        assert marked == (not all(fresh)), (
+            f"{page.relative_to(ROOT)}: " + ("remove the stale note: its results are today's"
+                                             if marked else "its results predate today's code: "
+                                             f"re-run them or add {STALE_NOTE}"))
+
+
+def test_results_record_the_sources_they_ran_with(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from evaluation.files import result_jobs, sources_hash
+
+    for path, write in result_jobs(tmp_path, "x", pd.DataFrame({"a": [1]}), "| a |", {"k": 1}):
+        write(path)
+    assert json.loads((tmp_path / "settings.json").read_text())["sources"] == sources_hash()
