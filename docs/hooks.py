@@ -1,8 +1,13 @@
-"""MkDocs hook: serve the figures of `evaluation/results/` as `img/...` without copying them
-into `docs/` (one copy of each figure, the one the experiments write)."""
+"""MkDocs hooks: serve the figures of `evaluation/results/` as `img/...` without copying them
+into `docs/` (one copy of each figure, the one the experiments write), and build the results
+page's suite tables from the CSVs the suite wrote (a line `<!-- suite-tables: DIR ... -->`
+becomes one table per label ratio over the `suite.csv` of each DIR), so that no table is
+retyped."""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 from mkdocs.structure.files import File
@@ -17,6 +22,29 @@ FIGURES = {
     "img/tracks-10-binary.png": "evaluation/results/tracks-10/tracks-binary.png",
     "img/tracks-10-multiclass.png": "evaluation/results/tracks-10/tracks-multiclass.png",
 }
+
+
+SUITE_TABLES = re.compile(r"<!-- suite-tables: ([^>]+?) -->")
+
+
+def suite_tables(markdown: str) -> str:
+    """`markdown` with each suite-tables line replaced by its tables."""
+
+    def tables(match) -> str:
+        import pandas as pd
+
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        from evaluation.suite import ratio_tables
+
+        runs = pd.concat([pd.read_csv(ROOT / d / "suite.csv") for d in match.group(1).split()])
+        return ratio_tables(runs)
+
+    return SUITE_TABLES.sub(tables, markdown)
+
+
+def on_page_markdown(markdown, page, config, files):
+    return suite_tables(markdown)
 
 
 def on_files(files, config):
