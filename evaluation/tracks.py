@@ -198,6 +198,11 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar, counting(results):
+        from .warmup import announce
+
+        firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
+        announce(make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
+                 for r in firsts)  # one notice names every model that compiles
         if jobs <= 1:
             for i, r in enumerate(runs):
                 bar.set_postfix_str(f"{r.dataset} {r.model}")
@@ -209,7 +214,6 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
             from .warmup import warm_up
 
             # compile once here, the workers load Numba's cache
-            firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
             warm_up((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio),
                      make_dataset(r.dataset).n_features) for r in firsts)
             context = mp.get_context("forkserver")
