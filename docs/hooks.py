@@ -2,7 +2,8 @@
 into `docs/` (one copy of each figure, the one the experiments write), and build the results
 page's suite tables from the CSVs the suite wrote (a line `<!-- suite-tables: DIR ... -->`
 becomes one table per label ratio over the `suite.csv` of each DIR), so that no table is
-retyped."""
+retyped; and a line `<!-- model-defaults: PARAM ... -->` becomes a table of those constructor
+defaults of each model, read from the constructors themselves."""
 
 from __future__ import annotations
 
@@ -43,8 +44,35 @@ def suite_tables(markdown: str) -> str:
     return SUITE_TABLES.sub(tables, markdown)
 
 
+MODEL_DEFAULTS = re.compile(r"<!-- model-defaults: ([^>]+?) -->")
+
+
+def model_defaults(markdown: str) -> str:
+    """`markdown` with each model-defaults line replaced by a table: a row per model of
+    `river_dhbm`, a column per parameter named, the constructor's default ("" where the model
+    has no such parameter)."""
+
+    def table(match) -> str:
+        import inspect
+
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        import river_dhbm
+
+        params = match.group(1).split()
+        lines = ["| model | " + " | ".join(f"`{p}`" for p in params) + " |",
+                 "|---|" + "---|" * len(params)]
+        for name in river_dhbm.__all__:
+            signature = inspect.signature(getattr(river_dhbm, name)).parameters
+            cells = [f"`{signature[p].default!r}`" if p in signature else "" for p in params]
+            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    return MODEL_DEFAULTS.sub(table, markdown)
+
+
 def on_page_markdown(markdown, page, config, files):
-    return suite_tables(markdown)
+    return model_defaults(suite_tables(markdown))
 
 
 def on_files(files, config):

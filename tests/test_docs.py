@@ -31,6 +31,13 @@ def test_docs_build_strict(tmp_path):
     assert "ImageSegments" in tracks and "--8&lt;--" not in tracks
     results = (tmp_path / "results" / "index.html").read_text()  # built from the suite's CSVs
     assert "0.654 ± 0.005" in results and "suite-tables" not in results
+    import inspect
+
+    import river_dhbm
+
+    overview = (tmp_path / "models" / "index.html").read_text()  # today's defaults, read
+    default = inspect.signature(river_dhbm.DHBM).parameters["hidden_sizes"].default
+    assert f"<code>{default!r}</code>" in overview and "model-defaults" not in overview
 
 
 def test_readme_keeps_the_two_set_up_commands_first():
