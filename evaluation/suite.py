@@ -54,7 +54,7 @@ from .warmup import announce
 from .workers import counting, process_pool
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
-           "run", "run_one"]
+           "mean_and_error", "run", "run_one"]
 
 #: The development suite's streams (the ones we tune on).
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
@@ -319,7 +319,7 @@ def table_markdown(runs) -> str:
     if "skipped" not in runs:  # a CSV from before runs could be left out
         runs = runs.assign(skipped="")
     runs = runs.assign(skipped=runs["skipped"].fillna(""))
-    mean, se = _mean_and_error(runs)
+    mean, se = mean_and_error(runs)
     columns = [(s, r) for s in dict.fromkeys(runs["stream"])
                for r in sorted(set(runs["label_ratio"]), reverse=True)]
     lines = ["| model | " + " | ".join(f"{s} {r:g}" for s, r in columns) + " |",
@@ -346,51 +346,10 @@ def table_markdown(runs) -> str:
     return "\n".join(lines) + "\n" + "".join(f"\n{n}\n" for n in notes)
 
 
-def _mean_and_error(runs):
+def mean_and_error(runs):
     """Mean and standard error over seeds of each (model, stream, label ratio)."""
     g = runs.groupby(["model", "stream", "label_ratio"])["accuracy"]
     return g.mean().dropna(), g.sem().fillna(0.0)
-
-
-def _display_name(model: str) -> str:
-    """`DHBM`, `DHBM`, labeled-only, River `GaussianNB`: a model as the docs' tables name it."""
-    base, ablation = registry.split_ablation(model)
-    if base in registry.MODELS:
-        return f"`{registry.MODELS[base][0]}`" + (", labeled-only" if ablation else "")
-    return f"River `{model}`" if model in PEERS else f"`{model}`"
-
-
-def ratio_tables(runs) -> str:
-    """One markdown table per label ratio (highest first): a row per model (each of ours
-    followed by its ablation, then River's peers), a column per stream, mean ± standard error
-    over seeds, the best mean of each column in bold, "not run" where a model did not run. The
-    docs' results page shows the suite this way (`docs/hooks.py` builds it from the CSVs)."""
-    mean, se = _mean_and_error(runs)
-    streams = list(dict.fromkeys(runs["stream"]))
-    seen = list(dict.fromkeys(runs["model"]))
-    ours = [m for m in seen if registry.split_ablation(m)[0] in registry.MODELS]
-    bases = list(dict.fromkeys(registry.split_ablation(m)[0] for m in ours))
-    models = [m for b in bases for m in (b, b + registry.ABLATION_SUFFIX) if m in seen]
-    models += [m for m in seen if m not in models]
-    out = []
-    for ratio in sorted(set(runs["label_ratio"]), reverse=True):
-        title = f"{100 * ratio:g} % labels"
-        names = [("LED" if s == "led" else s) for s in streams]
-        lines = [f"## {title}", "", "| model | " + " | ".join(names) + " |",
-                 "|---|" + "---:|" * len(streams)]
-        best = {s: max((mean[m, s, ratio] for m in models if (m, s, ratio) in mean),
-                       default=None) for s in streams}
-        for m in models:
-            cells = []
-            for s in streams:
-                if (m, s, ratio) not in mean:
-                    cells.append("not run")
-                    continue
-                text = f"{mean[m, s, ratio]:.3f} ± {se[m, s, ratio]:.3f}"
-                cells.append(f"**{text}**" if mean[m, s, ratio] == best[s] else text)
-            lines.append(f"| {_display_name(m)} | " + " | ".join(cells) + " |")
-        out.append("\n".join(lines) + "\n")
-    return "\n".join(out)
 
 
 def plot(runs, path: Path) -> None:
