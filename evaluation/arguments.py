@@ -6,7 +6,33 @@ from __future__ import annotations
 import argparse
 import tomllib
 
-__all__ = ["assignment", "floats", "names", "non_negative_int", "positive_int", "ratio"]
+__all__ = ["EPILOG", "HelpFormatter", "assignment", "floats", "names", "non_negative_int",
+           "positive_int", "ratio"]
+
+#: The end of every command's help: where the words it uses are explained.
+EPILOG = ("Words used here (prequential, faded error, label ratio, ablation, peer, cell, seed, "
+          "...): docs/glossary.md. Seeds: --seeds N runs N repetitions numbered from --seed "
+          "(default 0) in every command.")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help, every option's default shown: the value (`(default: 1)`) unless the
+    help already names it; for an option left unset by default (None), `unset`, what the
+    command then does (e.g. "the config's value")."""
+
+    def __init__(self, prog, unset: str = "none", **kwargs):
+        super().__init__(prog, **kwargs)
+        self.unset = unset
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (action.default is argparse.SUPPRESS or not action.option_strings
+                or action.nargs == 0 or "default" in text or "config:" in text):
+            return text  # a flag (off by default), a positional, or a default already named
+        if action.default is None or action.default == []:
+            return f"{text} (default: {self.unset})"
+        return f"{text} (default: %(default)s)"
+
 
 
 def _int(text: str, low: int, wanted: str) -> int:

@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 from pathlib import Path
 
 from . import registry
-from .arguments import assignment, names, non_negative_int, positive_int, ratio
+from .arguments import (EPILOG, HelpFormatter, assignment, names, non_negative_int, positive_int,
+                        ratio)
+from .workers import Interrupted
 
 __all__ = ["main"]
 
@@ -63,7 +66,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_run_flags(p, defaults_from_config: bool) -> None:
     """Flags shared by reproduce, compare and run (None: keep the config's value)."""
-    p.add_argument("--trials", type=positive_int, help="number of trials per stream and model")
+    p.add_argument("--trials", "--seeds", type=positive_int, dest="trials",
+                   help="trials per stream and model, numbered 0..N-1; trial k's seeds are "
+                   "drawn from (--seed, stream, model, k)")
     p.add_argument("--instances", type=positive_int, help="instances per trial")
     p.add_argument("--label-ratio", type=ratio, help="expected share of labeled instances")
     p.add_argument("--label-batch", type=non_negative_int,
@@ -75,13 +80,17 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     p.add_argument("--preset", choices=registry.PRESETS,
                    help="this project's models: the paper's literal settings or the class "
                    "defaults (what learns best)")
-    p.add_argument("--seed", type=int, default=0, help="base seed of every trial (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of every trial")
     p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter, e.g. --set learning_rate=0.05 (repeatable)")
     p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run the trials on this dask.distributed scheduler (instead of --jobs)")
-    p.add_argument("--out", type=Path, help="output directory")
+                   help="run the trials on this dask.distributed scheduler (instead of --jobs; "
+                   "default: local processes)")
+    p.add_argument("--out", type=Path,
+                   help="output directory (default: results/<command>, -quick with --quick; "
+                   "run: nothing written)" if defaults_from_config else
+                   "output directory (default: nothing written, the table printed)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     if defaults_from_config:
         p.add_argument("--quick", action="store_true",
@@ -108,20 +117,25 @@ def _add_compare(p) -> None:
 
 
 def _add_run(p) -> None:
-    p.add_argument("--stream", help=f"one of {', '.join(registry.STREAMS)}")
+    p.add_argument("--stream", help=f"one of {', '.join(registry.STREAMS)} (default: the "
+                   "config's; one of --stream and --config is needed)")
     p.add_argument("--model",
                    help=f"one of {', '.join(registry.MODELS)} (also <model>/labeled-only), "
-                   "river:<module>.<Class> or moa:<learner> (e.g. moa:SLEADE)")
-    p.add_argument("--config", help="a TOML config (a file or a bundled name); flags override")
+                   "river:<module>.<Class> or moa:<learner> (e.g. moa:SLEADE) (default: the "
+                   "config's; one of --model and --config is needed)")
+    p.add_argument("--config", help="a TOML config (a file or a bundled name); flags override "
+                   "(default: none, the run defaults: 100,000 instances, 1 trial, 10 %% labels)")
     _add_run_flags(p, defaults_from_config=False)
     p.set_defaults(func=_cmd_run, figure="prequential_error")
 
 
 def _add_plot(p) -> None:
-    p.add_argument("--csv", type=Path, required=True, help="a curves.csv written by this CLI")
-    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--csv", type=Path, required=True,
+                   help="a curves.csv written by this CLI (required, no default)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output directory (required, no default)")
     p.add_argument("--zoom", type=positive_int, default=50_000,
-                   help="instances shown in the left panels (default 50,000)")
+                   help="instances shown in the left panels")
     p.add_argument("--name", default="prequential_error", help="figure file name, no extension")
     p.set_defaults(func=_cmd_plot)
 
@@ -363,6 +377,10 @@ SUBCOMMANDS = {
 }
 
 
+#: Subcommands whose settings come from TOML configs: an unset option keeps the config's value.
+CONFIG_COMMANDS = ("reproduce", "run", "compare", "scarcity", "mnist", "newsgroups")
+
+
 def _chosen(argv: list[str]) -> str | None:
     """The subcommand in `argv`: its first word (the top level has no flag taking a value)."""
     return next((a for a in argv if not a.startswith("-")), None)
@@ -375,11 +393,14 @@ def build_parser(argv: list[str] | None = None,
     parser = _Parser(
         prog=prog,
         description="Semi-supervised prequential evaluation of river-dhbm's online learners.",
+        epilog=EPILOG, formatter_class=HelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = _chosen(argv) if argv is not None else None
     for name, (summary, add) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=summary, description=summary)
+        unset = "the config's value" if name in CONFIG_COMMANDS else "none"
+        p = sub.add_parser(name, help=summary, description=summary, epilog=EPILOG,
+                           formatter_class=functools.partial(HelpFormatter, unset=unset))
         if argv is None or name == chosen:
             add(p)
     return parser
@@ -390,6 +411,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m evaluation") -> i
     own name as `prog` (`evaluation.__main__.main`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv, prog)
+    args = None
     try:
         args = parser.parse_args(argv)
         args.command_line = " ".join([prog, *argv])  # what reproduces the run, in reports
@@ -397,3 +419,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m evaluation") -> i
     except BadArguments as e:
         print("error:", " ".join(str(e).split()), file=sys.stderr)  # one line, whatever e says
         return 2
+    except (KeyboardInterrupt, Interrupted) as e:  # Ctrl-C: one line, no traceback
+        print(_interrupted_line(e, args), file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
+
+
+def _interrupted_line(e: BaseException, args) -> str:
+    """What Ctrl-C left: the runs done, and what was not written (result files are written
+    all at once at the end, so none is; MNIST's are rewritten after each finished trial)."""
+    done = f"{e}" if isinstance(e, Interrupted) else "stopped"
+    out = getattr(args, "out", None)
+    if getattr(args, "command", None) == "mnist":
+        return f"interrupted: {done}; the files in {out or 'the output directory'} hold the " \
+               "finished trials only"
+    return f"interrupted: {done}; nothing written" + (f" to {out}" if out else "")

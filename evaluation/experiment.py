@@ -16,6 +16,8 @@ from . import progress, registry
 from .files import atomic_write, atomic_write_all, check_writable  # noqa: F401 (old home)
 from .curve import _Curve
 from .prequential import prequential
+from .warmup import announce
+from .workers import counting, process_pool
 
 __all__ = [
     "Trial",
@@ -170,26 +172,34 @@ def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool 
         if scheduler is not None:
             return _run_dask(trials, scheduler, bars)
         if jobs <= 1 or len(trials) == 1:
-            results = []
-            for i, t in enumerate(trials):
-                results.append(run_trial(t, progress=lambda n, i=i: bars.update(i, n)))
-                bars.done(i)
+            announce(t.build()[1] for t in _kinds(trials))  # one notice names every model
+            results: list = [None] * len(trials)
+            with counting(results, "trials"):
+                for i, t in enumerate(trials):
+                    results[i] = run_trial(t, progress=lambda n, i=i: bars.update(i, n))
+                    bars.done(i)
             return results
         return _run_processes(trials, jobs, bars)
     finally:
         bars.close()
 
 
-def _warm_up(trials) -> None:
-    """Compile each of this project's models the trials run, here, once (`warmup.warm_up`)."""
-    from .warmup import warm_up
-
+def _kinds(trials) -> list:
+    """One trial of each kind of this project's models (stream, model and settings) in
+    `trials`: what compiles differently."""
     kinds = {}
     for t in trials:
         if registry.split_ablation(t.model)[0] in registry.MODELS:  # no other library's
             key = (t.stream, t.model, t.preset, t.batch_size, repr(sorted(t.params.items())))
             kinds.setdefault(key, t)
-    built = [t.build() for t in kinds.values()]
+    return list(kinds.values())
+
+
+def _warm_up(trials) -> None:
+    """Compile each of this project's models the trials run, here, once (`warmup.warm_up`)."""
+    from .warmup import warm_up
+
+    built = [t.build() for t in _kinds(trials)]
     for dataset, _ in built:  # the streams' own kernels, and the curve's
         X, y, _ = next(dataset.iter_arrays(100))
         _Curve(len(y), len(y), 0.995).fold(np.ones(len(y)))
@@ -208,8 +218,8 @@ def _run_processes(trials, jobs, bars) -> list:
     context.set_forkserver_preload([__name__])
     queue = None if bars.quiet else context.Queue()
     results: list = [None] * len(trials)
-    with futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(queue,)
+    with counting(results, "trials"), process_pool(
+        jobs, context=context, initializer=_init_worker, initargs=(queue,)
     ) as pool:
         pending = {pool.submit(_run_in_worker, t, i): i for i, t in enumerate(trials)}
 
@@ -368,7 +378,9 @@ def write_outputs(
         (out / "summary.md", lambda p: p.write_text(summary_markdown(summary))),
     ]
     if settings is not None:
-        text = json.dumps(settings, indent=2, default=str) + "\n"
+        from .files import sources_hash
+
+        text = json.dumps(settings | {"sources": sources_hash()}, indent=2, default=str) + "\n"
         jobs.append((out / "settings.json", lambda p: p.write_text(text)))
     fig = None
     if figure is not None:

@@ -5,7 +5,29 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_all", "check_writable", "figure_job", "result_jobs"]
+from .workers import deferred_interrupt
+
+__all__ = ["atomic_write", "atomic_write_all", "check_writable", "figure_job", "result_jobs",
+           "sources_hash"]
+
+#: The packages whose code a result depends on: the models and the streams.
+SOURCE_PACKAGES = ("river_dhbm", "streams")
+
+
+def sources_hash() -> str:
+    """A short hash of the source files of `SOURCE_PACKAGES` (their paths and contents): what
+    a results file records as `sources`, so that a table can be told apart from one the code
+    of today would give (the docs' test flags a page that shows an older one unmarked)."""
+    import hashlib
+    import importlib
+
+    digest = hashlib.sha256()
+    for package in SOURCE_PACKAGES:
+        root = Path(importlib.import_module(package).__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _tmp_name(path: Path) -> Path:
@@ -25,8 +47,9 @@ def atomic_write_all(jobs) -> list[Path]:
         for path, write in jobs:
             tmps.append(_tmp_name(Path(path)))
             write(tmps[-1])
-        for (path, _), tmp in zip(jobs, tmps):
-            os.replace(tmp, path)
+        with deferred_interrupt():  # all the files or none: Ctrl-C waits for the renames
+            for (path, _), tmp in zip(jobs, tmps):
+                os.replace(tmp, path)
     finally:
         for tmp in tmps:
             if tmp.exists():
@@ -44,7 +67,7 @@ def result_jobs(out: Path, name: str, frame, table: str, settings: dict | None =
     jobs = [(out / f"{name}.csv", lambda p: frame.to_csv(p, index=False)),
             (out / f"{name}.md", lambda p: p.write_text(table))]
     if settings is not None:
-        text = json.dumps(settings, indent=2, default=str) + "\n"
+        text = json.dumps(settings | {"sources": sources_hash()}, indent=2, default=str) + "\n"
         jobs.append((out / "settings.json", lambda p: p.write_text(text)))
     return jobs
 

@@ -116,7 +116,7 @@ def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
                    help="table row (default dhbm)")
     p.add_argument("--config",
                    help=f"a TOML config instead of configs/{experiment}_<model>.toml")
-    p.add_argument("--trials", type=positive_int,
+    p.add_argument("--trials", "--seeds", type=positive_int, dest="trials",
                    help=f"trials after the selection (config: {defaults['trials']})")
     p.add_argument("--first-trial", type=int,
                    help="index of the first trial (its seeds follow from it): split a series "
@@ -131,7 +131,7 @@ def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
     p.add_argument("--epochs", type=positive_int,
                    help=f"passes over the unlabeled set (config: {defaults['epochs']})")
     p.add_argument("--max-train", type=positive_int,
-                   help=f"use at most this many unlabeled {rows} (quick runs)")
+                   help=f"use at most this many unlabeled {rows} (quick runs; default: all)")
     p.add_argument("--lr", type=floats, help="learning-rate grid, e.g. 0.05,0.08,0.11")
     p.add_argument("--beta", type=floats, help="beta grid, e.g. 0.35,0.6,0.9")
     p.add_argument("--select-train", type=positive_int,
@@ -139,7 +139,7 @@ def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
     p.add_argument("--select-epochs", type=positive_int, help="epochs of each grid-search run")
     p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter on top of the config, e.g. --set mf_steps=2 (repeatable)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="base seed")
     p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     p.add_argument("--out", type=Path,
                    help=f"output directory (default results/{experiment}-<model>)")

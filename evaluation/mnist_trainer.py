@@ -349,15 +349,17 @@ def _run_processes(specs, directory, jobs, bar, on_result=None, loader=None) -> 
     import queue as queue_module
     from concurrent import futures
 
+    from .workers import counting, process_pool
+
     context = mp.get_context("spawn")
     # Workers inherit the environment when spawned: one BLAS thread each, so that `jobs`
     # workers do not oversubscribe `jobs` cores (OpenBLAS would start one thread per core).
     with _environment(**dict.fromkeys(BLAS_THREAD_VARS, "1")), context.Manager() as manager:
         queue = None if bar.bar is None else manager.Queue()
-        with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        results: list = [None] * len(specs)
+        with counting(results), process_pool(jobs, context=context) as pool:
             pending = {pool.submit(_worker, s, directory, queue, i, loader): i
                        for i, s in enumerate(specs)}
-            results: list = [None] * len(specs)
             while pending:
                 done, _ = futures.wait(pending, timeout=0.5, return_when=futures.FIRST_COMPLETED)
                 while queue is not None:

@@ -163,22 +163,34 @@ def _run_arrays(dataset, model, n_instances, batch_size, curve, progress) -> Non
 
 
 def _rows(dataset, chunk_size: int):
-    """`(x, y, labeled)` rows. From the stream's numpy blocks when it has them (much cheaper
-    than its dict path; features are the columns 0..d-1, as in the dict path), else from
-    iterating it (a plain `(x, y)` stream counts as fully labeled)."""
+    """`(x, y, labeled, late)` rows, `late` the `(x, y)` pairs whose delayed label is due
+    after the row. From the stream's numpy blocks when it has them (much cheaper than its dict
+    path; features are the columns 0..d-1, as in the dict path; the delays are then the
+    caller's, `_schedule`), else from iterating it (a plain `(x, y)` stream counts as fully
+    labeled; a `LabelMask` of it brings its delayed labels in `late`)."""
     if callable(getattr(dataset, "iter_arrays", None)):
         for X, y, labeled in _masked_blocks(dataset, chunk_size):
             keys = range(X.shape[1])
             for row, label, kept in zip(X.tolist(), y.tolist(), labeled.tolist()):
-                yield dict(zip(keys, row)), label, kept
+                yield dict(zip(keys, row)), label, kept, ()
     else:
         for x, y, *extra in dataset:
-            yield x, y, extra[0].get("labeled", True) if extra else True
+            kwargs = extra[0] if extra else {}
+            yield x, y, kwargs.get("labeled", True), kwargs.get("late", ())
+
+
+def _learning_events(batch, schedule):
+    """The `(x, y, labeled)` learning events of `batch`: the caller's delays (`schedule`), or
+    each row and then the late labels it brings (a `LabelMask` without an array path)."""
+    if schedule is not None:
+        return _learn_delayed(batch, schedule)
+    return [event for x, y, labeled, late in batch
+            for event in [(x, y, labeled), *((x_late, y_late, True) for x_late, y_late in late)]]
 
 
 def _learn_delayed(batch, schedule):
     """The `(x, y, labeled)` learning events of `batch` and the late labels due in it."""
-    xs, ys, kept = zip(*batch)
+    xs, ys, kept, _ = zip(*batch)
     xs, ys, labeled = schedule.events(list(xs), np.array(ys), np.array(kept, dtype=bool))
     return zip(xs, ys.tolist(), labeled.tolist())
 
@@ -198,10 +210,10 @@ def _run_dicts(dataset, model, n_instances, batch_size, curve, progress) -> None
             raise ValueError(
                 f"The dataset ended after {done} instances, {n_instances} were asked for"
             )
-        for i, (x, y, _) in enumerate(batch, start=n_pending):
+        for i, (x, y, _, _) in enumerate(batch, start=n_pending):
             y_pred = predict(x)
             losses[i] = 1.0 if y_pred is None or y_pred != y else 0.0
-        for x, y, labeled in batch if schedule is None else _learn_delayed(batch, schedule):
+        for x, y, labeled in _learning_events(batch, schedule):
             if semi:
                 learn(x, y if labeled else None, labeled=labeled)
             elif labeled:

@@ -260,17 +260,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a TOML config, a file or a bundled name (default label_scarcity)")
     p.add_argument("--quick", action="store_true", help="the config's short version")
     p.add_argument("--instances", type=positive_int, help="instances per run")
-    p.add_argument("--trials", type=positive_int, help="seeds per cell")
+    p.add_argument("--trials", "--seeds", type=positive_int, dest="trials",
+                   help="seeds per cell, numbered 0..N-1 from --seed")
     p.add_argument("--label-ratios", type=floats, help="comma-separated, e.g. 0.1,0.01")
     p.add_argument("--models", type=names, help="comma-separated models instead of the config's")
     p.add_argument("--streams", type=names,
                    help="comma-separated streams instead of the config's (led,waveform: the "
                    "paper's drifting streams)")
-    p.add_argument("--seed", type=int, default=0, help="base seed of every run (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of every run")
     p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="a dask.distributed scheduler")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a dask.distributed scheduler (default: local processes)")
     p.add_argument("--csv", type=Path,
-                   help="redraw the table and figure from this scarcity.csv, without running")
+                   help="redraw the table and figure from this scarcity.csv, without running "
+                   "(default: run)")
     p.add_argument("--out", type=Path,
                    help="output directory (default results/scarcity or results/scarcity-quick)")
     p.add_argument("--no-figure", action="store_true", help="skip the figure")

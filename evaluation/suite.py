@@ -49,9 +49,12 @@ import numpy as np
 
 from . import moa_peers, registry
 from .arguments import floats, names, positive_int
+from .files import atomic_write_all, check_writable, result_jobs
+from .warmup import announce
+from .workers import counting, process_pool
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
-           "run", "run_one"]
+           "mean_and_error", "run", "run_one"]
 
 #: The development suite's streams (the ones we tune on).
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
@@ -283,29 +286,29 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
 
     tasks = [(s, r, m, seed, instances, mnist) for s in streams for seed in seeds
              for r in label_ratios for m in models]
-    bar = progress_bar(len(tasks), "suite", unit="run", quiet=not progress)
-    rows = []
-    if jobs == 1:
-        for t in tasks:
-            rows.append(_task(t))
-            bar.update()
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        from .warmup import warm_up
-
-        # compile once here (the streams' kernels too), the workers load Numba's cache
-        widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
+    rows: list = [None] * len(tasks)
+    with progress_bar(len(tasks), "suite", unit="run", quiet=not progress) as bar, \
+            counting(rows):
         ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
-        warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in ours))
-        # a JVM (MOA's) does not survive a fork: workers from a fresh server start their own
-        context = None if ours == list(models) else mp.get_context("forkserver")
-        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            for r in pool.map(_task, tasks):
-                rows.append(r)
+        announce(make_learner(m, seeds[0])[0] for m in ours)  # one notice names them all
+        if jobs == 1:
+            for i, t in enumerate(tasks):
+                rows[i] = _task(t)
                 bar.update()
-    bar.close()
+        else:
+            import multiprocessing as mp
+
+            from .warmup import warm_up
+
+            # compile once here (the streams' kernels too), the workers load Numba's cache
+            widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
+            warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in ours))
+            # a JVM (MOA's) does not survive a fork: workers from a fresh server start their own
+            context = None if ours == list(models) else mp.get_context("forkserver")
+            with process_pool(jobs, context=context) as pool:
+                for i, r in enumerate(pool.map(_task, tasks)):
+                    rows[i] = r
+                    bar.update()
     return pd.DataFrame(rows)
 
 
@@ -316,8 +319,7 @@ def table_markdown(runs) -> str:
     if "skipped" not in runs:  # a CSV from before runs could be left out
         runs = runs.assign(skipped="")
     runs = runs.assign(skipped=runs["skipped"].fillna(""))
-    g = runs.groupby(["model", "stream", "label_ratio"])["accuracy"]
-    mean, se = g.mean().dropna(), g.sem().fillna(0.0)
+    mean, se = mean_and_error(runs)
     columns = [(s, r) for s in dict.fromkeys(runs["stream"])
                for r in sorted(set(runs["label_ratio"]), reverse=True)]
     lines = ["| model | " + " | ".join(f"{s} {r:g}" for s, r in columns) + " |",
@@ -344,6 +346,12 @@ def table_markdown(runs) -> str:
     return "\n".join(lines) + "\n" + "".join(f"\n{n}\n" for n in notes)
 
 
+def mean_and_error(runs):
+    """Mean and standard error over seeds of each (model, stream, label ratio)."""
+    g = runs.groupby(["model", "stream", "label_ratio"])["accuracy"]
+    return g.mean().dropna(), g.sem().fillna(0.0)
+
+
 def plot(runs, path: Path) -> None:
     """Accuracy against label ratio, a panel per stream, a line per model."""
     import matplotlib
@@ -367,7 +375,7 @@ def plot(runs, path: Path) -> None:
     axes[0][0].set_ylabel("prequential accuracy")
     axes[0][-1].legend(fontsize=6, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
 
 
@@ -393,11 +401,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--moa", action="store_true",
                    help=f"add MOA's peers {', '.join(MOA_PEERS)}; they need the moa extra: "
                    f"{moa_peers.INSTALL_HINT}")
-    p.add_argument("--seeds", type=positive_int, default=5, help="seeds 1..N per cell")
-    p.add_argument("--instances", type=positive_int, default=DEFAULT_INSTANCES)
-    p.add_argument("--mnist", metavar="DIR", help="MNIST's IDX directory (adds the stream)")
-    p.add_argument("--jobs", type=positive_int, default=1)
-    p.add_argument("--out", type=Path, default=Path("results/suite"))
+    p.add_argument("--seeds", type=positive_int, default=5,
+                   help="seeds per cell: --seed, --seed + 1, ..., each the seed of the stream, "
+                   "the label mask and the model")
+    p.add_argument("--seed", type=int, default=0, help="the first seed")
+    p.add_argument("--instances", type=positive_int, default=DEFAULT_INSTANCES,
+                   help="rows per stream (a shorter data set: all of its rows)")
+    p.add_argument("--mnist", metavar="DIR",
+                   help="MNIST's IDX directory (adds the stream; default: no MNIST)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
+    p.add_argument("--out", type=Path, default=Path("results/suite"), help="output directory")
     p.add_argument("--quick", action="store_true",
                    help="the first look: 3,000 rows of every stream but MNIST, 2 seeds, "
                    "labels 100 %%, 10 %% and 1 %%, the hybrids, their ablations and three "
@@ -445,13 +458,14 @@ def check(args) -> None:
 
 def _run_and_write(args) -> None:
     streams, models, ratios, seeds, instances = _settings(args)
-    runs = run(streams, ratios, models, list(range(1, seeds + 1)), instances, args.mnist,
+    first = args.seed
+    runs = run(streams, ratios, models, list(range(first, first + seeds)), instances, args.mnist,
                args.jobs, progress=not args.quiet)
-    args.out.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(args.out / "suite.csv", index=False)
     table = table_markdown(runs)
-    (args.out / "suite.md").write_text(
-        "Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
-        f"standard error over {seeds} seeds.\n\n" + table)
-    plot(runs, args.out / "suite.png")
+    text = ("Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
+            f"standard error over {seeds} seeds ({first}-{first + seeds - 1}).\n\n" + table)
+    out = check_writable(args.out)
+    settings = {k: v for k, v in vars(args).items() if k != "func"}
+    atomic_write_all([*result_jobs(out, "suite", runs, text, settings),
+                      (out / "suite.png", lambda p: plot(runs, p))])
     print(table, end="")

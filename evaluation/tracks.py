@@ -21,7 +21,6 @@ benchmark page shows them) and one figure per track (accuracy against instances)
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 from concurrent import futures
 from dataclasses import asdict, dataclass
@@ -32,6 +31,7 @@ import pandas as pd
 
 from . import registry
 from .arguments import names, positive_int, ratio
+from .workers import counting, process_pool
 
 __all__ = ["RIVER_LEARNERS", "TRACKS", "Run", "add_arguments", "plan", "run", "run_one",
            "table_markdown", "write_outputs"]
@@ -101,29 +101,6 @@ def make_model(name: str, dataset, seed: int | None, label_ratio: float = 1.0):
     return model if label_ratio == 1.0 else streams.LabeledOnly(model)
 
 
-class _Rows:
-    """The first `n` rows of a River dataset (all with `n=None`): `n_samples` says how many,
-    since `Track.run` places its checkpoints by it, and `iter_arrays` gives them as blocks,
-    which `streams.LabelMask` asks of the streams it masks."""
-
-    def __init__(self, dataset, n: int | None = None):
-        self.dataset = dataset
-        self.n_samples = dataset.n_samples if n is None else min(n, dataset.n_samples)
-        self.n_features = dataset.n_features
-        self.n_classes = getattr(dataset, "n_classes", None)
-        self.task = dataset.task
-
-    def __iter__(self):
-        return itertools.islice(self.dataset, self.n_samples)
-
-    def iter_arrays(self, chunk_size: int = 1000):
-        rows = iter(self)
-        while block := list(itertools.islice(rows, chunk_size)):
-            xs, ys = zip(*block)
-            keys = sorted(xs[0])
-            yield np.array([[x.get(k, 0.0) for k in keys] for x in xs], dtype=float), np.array(ys)
-
-
 # ---------------------------------------------------------------------------------- runs
 
 
@@ -143,7 +120,8 @@ def run_one(r: Run) -> list[dict]:
     """Run `r` through River's `Track.run`; one row per checkpoint."""
     import streams
 
-    track, dataset = make_track(r.track), _Rows(make_dataset(r.dataset), r.instances)
+    # Track.run places its checkpoints by the dataset's n_samples: FirstRows knows it
+    track, dataset = make_track(r.track), streams.FirstRows(make_dataset(r.dataset), r.instances)
     if r.label_ratio < 1.0:  # every model of a (dataset, seed) sees the same kept labels
         dataset = streams.LabelMask(dataset, label_ratio=r.label_ratio, seed=r.seed)
     model = make_model(r.model, dataset, r.seed, r.label_ratio)
@@ -156,11 +134,12 @@ def run_one(r: Run) -> list[dict]:
     return rows
 
 
-def seeds_of(model: str, label_ratio: float, n_seeds: int) -> range:
-    """The seeds `model` runs with: all `n_seeds` when something in the run is random (a seeded
-    model, River's convention, or the label mask), else one, since every seed would repeat it."""
+def seeds_of(model: str, label_ratio: float, n_seeds: int, first: int = 0) -> range:
+    """The seeds `model` runs with, from `first`: all `n_seeds` when something in the run is
+    random (a seeded model, River's convention, or the label mask), else one, since every seed
+    would repeat it."""
     stochastic = registry.make_model(model, 2, None, preset="default")._is_stochastic
-    return range(n_seeds if stochastic or label_ratio < 1.0 else 1)
+    return range(first, first + (n_seeds if stochastic or label_ratio < 1.0 else 1))
 
 
 def available(dataset, download: bool) -> str | None:
@@ -205,11 +184,11 @@ def plan(args) -> list[Run]:
                 print(why, file=sys.stderr)
                 continue
             for model in models:
-                for seed in seeds_of(model, args.label_ratio, args.seeds):
+                for seed in seeds_of(model, args.label_ratio, args.seeds, args.seed):
                     runs.append(Run(track, type(dataset).__name__, model, args.label_ratio,
                                     seed, instances))
     for r in {(r.dataset, r.model): r for r in runs}.values():  # bad parameters fail now
-        make_model(r.model, _Rows(make_dataset(r.dataset)), r.seed, r.label_ratio)
+        make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
     return runs
 
 
@@ -218,7 +197,12 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
     from . import progress
 
     results: list = [None] * len(runs)
-    with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar:
+    with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar, counting(results):
+        from .warmup import announce
+
+        firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
+        announce(make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
+                 for r in firsts)  # one notice names every model that compiles
         if jobs <= 1:
             for i, r in enumerate(runs):
                 bar.set_postfix_str(f"{r.dataset} {r.model}")
@@ -230,11 +214,10 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
             from .warmup import warm_up
 
             # compile once here, the workers load Numba's cache
-            firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
-            warm_up((make_model(r.model, _Rows(make_dataset(r.dataset)), r.seed, r.label_ratio),
+            warm_up((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio),
                      make_dataset(r.dataset).n_features) for r in firsts)
             context = mp.get_context("forkserver")
-            with futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            with process_pool(jobs, context=context) as pool:
                 pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
                 for f in futures.as_completed(pending):
                     results[pending[f]] = f.result()
@@ -361,8 +344,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--label-ratio", type=ratio, default=1.0,
                    help="share of rows that keep their label (default 1.0: River's tracks)")
     p.add_argument("--seeds", type=positive_int, default=1,
-                   help="seeds 0..N-1 for every run something random changes (a seeded model, "
-                   "the label mask); default 1")
+                   help="seeds --seed, --seed + 1, ... for every run something random changes "
+                   "(a seeded model, the label mask); one run elsewhere")
+    p.add_argument("--seed", type=int, default=0, help="the first seed")
     p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     p.add_argument("--out", type=Path, help="output directory (default results/tracks, "
                    "results/tracks-<percent> below 100 %% labels, -quick with --quick)")

@@ -16,7 +16,7 @@ import numpy as np
 
 from .prequential import last_step
 
-__all__ = ["compiles", "warm_up"]
+__all__ = ["announce", "compiles", "warm_up"]
 
 
 def compiles(model) -> bool:
@@ -34,6 +34,15 @@ def _mini_batch(n_rows: int, n_features: int):
     return X.astype(np.float64), y, labeled
 
 
+def announce(models: Iterable) -> None:
+    """Say in one line which of these fresh models (River pipelines too) must compile their
+    kernels, before the first does: the first-use notice then names every model the job
+    compiles, not only the first (`first_use.announce_compilations`)."""
+    from river_dhbm._kernels.first_use import announce_compilations
+
+    announce_compilations(last_step(model) for model in models)
+
+
 def warm_up(models: Iterable[tuple[object, int]], arrays: bool = False) -> float:
     """Teach each fresh `(model, n_features)` one mini-batch and predict, as the job's runs
     will: River's dict API (`learn_one`, `predict_one`, `predict_proba_one`), or with `arrays`
@@ -44,6 +53,8 @@ def warm_up(models: Iterable[tuple[object, int]], arrays: bool = False) -> float
     The models are spent: build them for this alone.
     """
     start = time.perf_counter()
+    models = list(models)
+    announce(model for model, _ in models)
     for model, n_features in models:
         if not compiles(model):
             continue

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what the names are, for readers and type checkers
     from streams.masking import LabeledOnly, LabelMask
     from streams.normalise import NormalisationFilter
     from streams.presets import paper_stream
+    from streams.rows import FirstRows
     from streams.waveform import Waveform, WaveformDrift
 
 #: Public name -> the module that defines it.
@@ -37,6 +38,7 @@ _HOMES = {
     "paper_stream": "streams.presets",
     "LabelMask": "streams.masking",
     "LabeledOnly": "streams.masking",
+    "FirstRows": "streams.rows",
 }
 
 __all__ = list(_HOMES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import collections.abc
 import numbers
 
 import numpy as np
@@ -34,6 +35,13 @@ def is_missing_label(y) -> bool:
         return True
 
 
+def _describe(dataset) -> str:
+    """`dataset` in a few words for a one-line message: its repr when short and on one line,
+    else its class name (a River dataset's repr is its whole multi-line description)."""
+    text = repr(dataset)
+    return text if "\n" not in text and len(text) <= 60 else f"<{type(dataset).__name__}>"
+
+
 class LabelMask(datasets_base.SyntheticDataset):
     """Hide most labels of a stream from the learner, keep them all for the evaluator.
 
@@ -46,8 +54,10 @@ class LabelMask(datasets_base.SyntheticDataset):
     Parameters
     ----------
     dataset
-        The stream to mask: a River dataset yielding `(x, y)` pairs that also has
-        `iter_arrays(chunk_size)` yielding `(X, y)` blocks (every stream of this package).
+        The stream to mask: anything that yields `(x, y)` pairs, such as any River dataset
+        (`datasets.Phishing()`, `datasets.synth.SEA(seed=1)`), a stream of this package or a
+        list. Where it also has `iter_arrays(chunk_size)` yielding `(X, y)` blocks (the streams
+        of this package), the mask has `iter_arrays` too.
     label_ratio
         Expected share of labeled instances, in [0, 1].
     batch_size
@@ -110,6 +120,16 @@ class LabelMask(datasets_base.SyntheticDataset):
     >>> dataset.moa_cli()
     'generators.LEDGeneratorDrift -i 1 -n 10 -d 4'
 
+    Any River dataset, or any iterable of `(x, y)` pairs, takes the same mask (River's own
+    datasets have no array path, so neither has their mask):
+
+    >>> from river import datasets
+    >>> phishing = LabelMask(datasets.Phishing(), label_ratio=0.1, seed=1)
+    >>> sum(kwargs["labeled"] for _, _, kwargs in phishing), phishing.n_samples
+    (113, 1250)
+    >>> hasattr(phishing, "iter_arrays")
+    False
+
     With `delay`, a kept row comes unlabeled and its label comes back, in `late`, after the
     row `delay - 1` rows later (rows 0 and 1 keep theirs here, rows 2 and 3 do not):
 
@@ -164,10 +184,10 @@ class LabelMask(datasets_base.SyntheticDataset):
         delay: int = 0,
         warm_up: int = 0,
     ):
-        if not all(callable(getattr(dataset, name, None)) for name in ("__iter__", "iter_arrays")):
+        if not isinstance(dataset, collections.abc.Iterable) or isinstance(dataset, (str, bytes)):
             raise ValueError(
-                f"Invalid dataset ({dataset!r}). Must be a stream with `__iter__` and "
-                "`iter_arrays(chunk_size)`"
+                f"Invalid dataset ({_describe(dataset)}). Must yield (x, y) pairs, e.g. a River "
+                "dataset"
             )
         if (
             isinstance(label_ratio, bool)
@@ -190,7 +210,9 @@ class LabelMask(datasets_base.SyntheticDataset):
         super().__init__(
             task=getattr(dataset, "task", datasets_base.MULTI_CLF),
             n_features=getattr(dataset, "n_features", None),
-            n_samples=getattr(dataset, "n_samples", None),
+            n_samples=getattr(dataset, "n_samples", None)
+            if hasattr(dataset, "n_samples") or not isinstance(dataset, collections.abc.Sized)
+            else len(dataset),
             n_classes=getattr(dataset, "n_classes", None),
         )
         self.dataset = dataset
@@ -209,7 +231,8 @@ class LabelMask(datasets_base.SyntheticDataset):
             self.ratio_range = (label_ratio - half_width, label_ratio + half_width)
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{name}={value!r}" for name, value in self._get_params().items())
+        params = ", ".join(f"{name}={_describe(value) if name == 'dataset' else repr(value)}"
+                           for name, value in self._get_params().items())
         return f"{type(self).__name__}({params})"
 
     @property
@@ -265,7 +288,18 @@ class LabelMask(datasets_base.SyntheticDataset):
                 released.append(pending.popleft()[1:])
             yield x, y, {"labeled": kept and not late, "late": released}
 
-    def iter_arrays(self, chunk_size: int = 1000):
+    @property
+    def iter_arrays(self):
+        """The array path, where the wrapped stream has one (AttributeError otherwise, so that
+        `hasattr(mask, "iter_arrays")` tells a runner which path it may take)."""
+        if not callable(getattr(self.dataset, "iter_arrays", None)):
+            raise AttributeError(
+                f"{type(self).__name__}.iter_arrays needs a stream with iter_arrays(chunk_size); "
+                f"{_describe(self.dataset)} has none: iterate over the mask's rows instead"
+            )
+        return self._iter_arrays
+
+    def _iter_arrays(self, chunk_size: int = 1000):
         """The masked stream as blocks `(X, y, labeled)`.
 
         `X` and `y` are the wrapped stream's blocks, `labeled` a boolean array of the same

@@ -280,3 +280,50 @@ def test_summary_keeps_the_order_of_the_run():
         "position": [20, 30, 10, 20], "faded_error": [0.1] * 4, "error": [0.1] * 4,
     })
     assert list(summarise(curves).model) == ["z", "a"]
+
+
+def _subcommand_parsers():
+    import argparse
+
+    from evaluation import cli
+
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return parser, sub.choices
+
+
+def test_every_option_has_help_that_names_its_default():
+    import argparse
+
+    parser, commands = _subcommand_parsers()
+    assert "docs/glossary.md" in parser.format_help()
+    for name, p in commands.items():
+        text = " ".join(p.format_help().split())
+        assert "docs/glossary.md" in text, name  # the epilog: where the words are explained
+        for action in p._actions:
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue
+            assert action.help, (name, action.option_strings)
+            if action.option_strings and action.nargs != 0:  # not a flag that is off by default
+                shown = p._get_formatter()._get_help_string(action)
+                assert "default" in shown or "config:" in shown, (name, action.option_strings)
+
+
+def test_seeds_mean_the_same_in_every_command():
+    """`--seeds N` runs N repetitions numbered from `--seed` (default 0) everywhere."""
+    from evaluation import cli
+
+    for name in ("reproduce", "run", "compare", "scarcity", "suite", "tracks", "mnist"):
+        args = cli.build_parser([name]).parse_args([name, "--seeds", "3"])
+        assert (getattr(args, "trials", None) or args.seeds) == 3, name
+        assert args.seed == 0, name
+
+
+def test_suite_seeds_count_from_seed(tmp_path):
+    from evaluation import cli
+
+    out = tmp_path / "suite"
+    argv = ["suite", "--streams", "led", "--models", "GaussianNB", "--label-ratios", "1",
+            "--seeds", "2", "--seed", "5", "--instances", "200", "--out", str(out), "--quiet"]
+    assert cli.main(argv) == 0
+    assert sorted(pd.read_csv(out / "suite.csv").seed) == [5, 6]

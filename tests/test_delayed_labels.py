@@ -116,6 +116,24 @@ def test_delayed_labels_reach_the_learner_exactly_delay_rows_later(batch_size):
     assert sum(e[2] for e in learnt) == kept[: 3000 - delay + 1].sum()
 
 
+class DictOnlyStream(IndexStream):
+    """The same rows without an array path, as a River dataset has none."""
+
+    iter_arrays = None
+
+
+@pytest.mark.parametrize("batch_size", [1, 20])
+def test_a_dataset_without_arrays_keeps_its_delayed_labels(batch_size):
+    # the mask's own `late` lists carry the labels: the same log as the array path's
+    delay = 30
+    dicts_only = LabelMask(DictOnlyStream(), label_ratio=0.1, seed=5, delay=delay, warm_up=100)
+    with_arrays = LabelMask(IndexStream(), label_ratio=0.1, seed=5, delay=delay, warm_up=100)
+    a, b = Recorder(arrays=False), Recorder(arrays=False)
+    prequential(dicts_only, a, 2000, batch_size=batch_size)
+    prequential(with_arrays, b, 2000, batch_size=batch_size)
+    assert a.log == b.log and sum(e[0] == "learn" and e[2] for e in a.log) > 150
+
+
 def test_warm_up_keeps_the_first_labels():
     plain = LabelMask(IndexStream(), label_ratio=0.05, seed=9)
     warm = LabelMask(IndexStream(), label_ratio=0.05, seed=9, warm_up=5000)

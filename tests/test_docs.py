@@ -29,6 +29,15 @@ def test_docs_build_strict(tmp_path):
     assert (tmp_path / "img" / "figure3-paper.png").stat().st_size > 0
     tracks = (tmp_path / "tracks" / "index.html").read_text()  # the tables, included
     assert "ImageSegments" in tracks and "--8&lt;--" not in tracks
+    results = (tmp_path / "results" / "index.html").read_text()  # built from the suite's CSVs
+    assert "0.654 ± 0.005" in results and "suite-tables" not in results
+    import inspect
+
+    import river_dhbm
+
+    overview = (tmp_path / "models" / "index.html").read_text()  # today's defaults, read
+    default = inspect.signature(river_dhbm.DHBM).parameters["hidden_sizes"].default
+    assert f"<code>{default!r}</code>" in overview and "model-defaults" not in overview
 
 
 def test_readme_keeps_the_two_set_up_commands_first():
@@ -38,3 +47,53 @@ def test_readme_keeps_the_two_set_up_commands_first():
     assert blocks[0].strip() == "pip install -e . && python -m evaluation suite --quick --jobs 2"
     assert blocks[1].strip() == 'pip install -e ".[test]" && pytest'
     assert len(text.splitlines()) <= 150
+
+
+STALE_NOTE = '!!! warning "Stale results"'
+
+
+def _included_results():
+    """(page, results directory) for every results file a docs page includes (`--8<--`)."""
+    import re
+
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text()
+        for path in re.findall(r'--8<-- "(evaluation/results/[^"]+)"', text):
+            yield page, (ROOT / path).parent
+        for directories in re.findall(r"<!-- suite-tables: ([^>]+?) -->", text):
+            yield from ((page, ROOT / d) for d in directories.split())
+
+
+def test_a_page_showing_results_of_older_code_says_so():
+    """A results directory records the hash of the models' and streams' sources it ran with
+    (`settings.json`: `sources`); a page that includes its table while the code has changed
+    since (or that predates the record) carries the stale note, and only then."""
+    import json
+
+    from evaluation.files import sources_hash
+
+    today = sources_hash()
+    pages = {}
+    for page, directory in _included_results():
+        settings = directory / "settings.json"
+        recorded = json.loads(settings.read_text()).get("sources") if settings.exists() else None
+        pages.setdefault(page, []).append(recorded == today)
+    assert pages  # the pages do include their tables
+    for page, fresh in pages.items():
+        marked = STALE_NOTE in page.read_text()
+        assert marked == (not all(fresh)), (
+            f"{page.relative_to(ROOT)}: " + ("remove the stale note: its results are today's"
+                                             if marked else "its results predate today's code: "
+                                             f"re-run them or add {STALE_NOTE}"))
+
+
+def test_results_record_the_sources_they_ran_with(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from evaluation.files import result_jobs, sources_hash
+
+    for path, write in result_jobs(tmp_path, "x", pd.DataFrame({"a": [1]}), "| a |", {"k": 1}):
+        write(path)
+    assert json.loads((tmp_path / "settings.json").read_text())["sources"] == sources_hash()

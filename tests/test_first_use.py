@@ -174,3 +174,46 @@ def test_format_kernels_table():
     assert "12 compilations of 3 functions" in lines[0]
     assert lines[4] == "| `a.update` | 1 | 4.00 | 40% |"
     assert lines[-1] == "| 1 others | 8 | 0.50 | 5% |"
+
+
+_SCRIPT_MANY = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from river_dhbm._kernels import first_use
+
+    first_use.FIRST_KERNELS["Tiny"] = ("tiny_kernel:add_one", 1)
+    first_use.FIRST_KERNELS["Other"] = ("tiny_kernel:add_two", 2)
+
+    class Tiny:
+        pass
+
+    class Other:
+        pass
+
+    first_use.announce_compilations([Tiny(), Other(), Tiny()])  # a runner's models, up front
+    first_use.announce_compilation(Tiny())  # then each compiles: no second line
+    first_use.announce_compilation(Other())
+    """
+)
+
+
+def test_one_notice_names_every_model_a_runner_compiles(tmp_path):
+    (tmp_path / "tiny_kernel.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef add_one(x):\n    return x + 1\n"
+        "\n\n@njit(cache=True)\ndef add_two(x):\n    return x + 2\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("NUMBA_DISABLE_JIT", None)
+    root = os.path.dirname(os.path.dirname(river_dhbm.__file__))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+
+    def run():
+        return subprocess.run([sys.executable, "-c", _SCRIPT_MANY, str(tmp_path)], env=env,
+                              capture_output=True, text=True, check=True).stderr
+
+    assert run().splitlines() == [
+        "river_dhbm: compiling the kernels of Tiny, Other for first use (about 3 s in all, "
+        "cached afterwards)"
+    ]
+    assert run() == ""  # both compiled (the markers left): not a word

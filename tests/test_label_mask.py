@@ -75,10 +75,11 @@ def test_invalid_batch_size(batch_size):
         LabelMask(CounterStream(), batch_size=batch_size)
 
 
-@pytest.mark.parametrize("dataset", [[({0: 1.0}, 1)], 3, None])
+@pytest.mark.parametrize("dataset", [3, None, "rows"])
 def test_invalid_dataset(dataset):
-    with pytest.raises(ValueError, match="Invalid dataset"):
+    with pytest.raises(ValueError, match="Invalid dataset") as info:
         LabelMask(dataset)
+    assert "\n" not in str(info.value)
 
 
 def test_invalid_seed():
@@ -314,3 +315,60 @@ def test_led_drift_array_path_equals_dict_path(batch_size):
         assert np.array_equal(labeled, [kw["labeled"] for _, _, kw in triples])
         assert np.array_equal(y, [label for _, label, _ in triples])
         assert np.array_equal(X, [list(x.values()) for x, _, _ in triples])
+
+
+# Any River dataset, any iterable of (x, y) pairs
+
+# River's data sets that ship with River (no download) and some of its generators
+BUNDLED = ["Bananas", "ImageSegments", "Phishing", "Shuttle", "SolarFlare", "TrumpApproval",
+           "WaterFlow", "ChickWeights", "AirlinePassengers"]
+
+
+def _river_datasets():
+    from river import datasets
+
+    for name in BUNDLED:
+        yield name, getattr(datasets, name)()
+    yield "SEA", datasets.synth.SEA(seed=1).take(2000)  # an iterator: one pass only
+    yield "Agrawal", datasets.synth.Agrawal(seed=1)
+
+
+@pytest.mark.parametrize("name, dataset", list(_river_datasets()), ids=lambda v: str(v)[:20])
+def test_any_river_dataset_takes_the_same_seeded_mask(name, dataset):
+    n = 2000
+    masked = LabelMask(dataset, label_ratio=0.2, seed=5)
+    rows = list(itertools.islice(masked, n))
+    assert 0 < len(rows) <= n
+    if name != "SEA":  # a River dataset restarts: the same rows, the same mask again
+        again = list(itertools.islice(masked, n))
+        assert [(x, y, kw) for x, y, kw in again] == rows
+        assert [(x, y) for x, y, _ in rows] == list(itertools.islice(dataset, n))
+    flags = np.array([kw["labeled"] for _, _, kw in rows])
+    # the mask is the seed's alone, whatever the rows: that of any other stream of the seed
+    assert (flags == masks(LabelMask(CounterStream(), 0.2, seed=5), len(rows))).all()
+    assert abs(flags.mean() - 0.2) < 4 * math.sqrt(0.2 * 0.8 / len(rows)) + 1e-9
+    assert not hasattr(masked, "iter_arrays")  # River's datasets have no array path
+
+
+@pytest.mark.parametrize("name", ["Phishing", "Bananas", "ImageSegments"])
+def test_river_loop_runs_on_a_masked_river_dataset(name):
+    from river import datasets
+
+    masked = LabelMask(getattr(datasets, name)(), label_ratio=0.1, seed=1)
+    model = LabeledOnly(naive_bayes.GaussianNB())
+    metric = evaluate.progressive_val_score(masked, model, metrics.Accuracy())
+    n = masked.n_samples
+    flags = [kw["labeled"] for _, _, kw in masked]
+    # every row scored, but those before the first label (River skips a prediction of None)
+    assert metric.cm.n_samples == n - flags.index(True) - 1
+    assert sum(model.classifier.class_counts.values()) == sum(flags) < 0.2 * n
+    assert metric.get() > 0.5  # it learned from the kept labels
+
+
+def test_a_list_of_pairs_is_a_dataset_and_its_errors_are_one_line():
+    pairs = [({"a": float(i)}, i % 2) for i in range(100)]
+    masked = LabelMask(pairs, label_ratio=0.5, seed=1)
+    assert masked.n_samples == 100 and len(list(masked)) == 100
+    with pytest.raises(AttributeError, match="iter_arrays needs a stream") as info:
+        masked.iter_arrays(10)
+    assert "\n" not in str(info.value)

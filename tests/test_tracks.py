@@ -114,7 +114,7 @@ def test_semi_supervised_river_learner_sees_labeled_rows_only_and_every_row_is_s
     frame = pd.read_csv(tmp_path / "tracks.csv")
     expected, rows = [], []
     for name in BUNDLED["binary"]:  # the mask of seed 0, as the command draws it
-        masked = streams.LabelMask(tracks._Rows(getattr(datasets, name)(), n), 0.1, seed=0)
+        masked = streams.LabelMask(streams.FirstRows(getattr(datasets, name)(), n), 0.1, seed=0)
         rows += list(masked)
         expected += [(x, y) for x, y, kw in masked if kw["labeled"]]
     assert Recorder.learned == expected

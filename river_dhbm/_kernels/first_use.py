@@ -17,7 +17,7 @@ import sys
 
 from river_dhbm._kernels import build
 
-__all__ = ["announce_compilation", "is_cache_cold"]
+__all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 
 #: Model class name -> (its learning kernel "module:function", seconds from a fresh process to
 #: its first prediction with an empty cache, measured by `bench first_use` on 2 idle cores).
@@ -65,20 +65,53 @@ def is_cache_cold(where: str) -> bool:
     return not _marker(where).exists()
 
 
-def announce_compilation(model) -> None:
-    """Say on stderr, once per process, that `model`'s first update is about to compile its
-    kernels (and how long that takes); remember that they are compiled."""
-    global _announced
+def _cold(model) -> tuple[int, str] | None:
+    """`(seconds, "module:function")` of `model`'s learning kernel if it must compile, else
+    None (an unknown model, the JIT disabled, or compiled before)."""
     kernel, seconds, where = _kernel_of(model)
     if kernel is None or not hasattr(kernel, "signatures") or not is_cache_cold(where):
-        return  # unknown, the JIT disabled, or compiled before
+        return None
+    return seconds, where
+
+
+def announce_compilations(models) -> None:
+    """Say on stderr, in one line, which of `models` (fresh models, of any number of classes)
+    will compile their kernels and about how long that takes in all: a runner that knows
+    every model it will build says so before the first one compiles, so that the line
+    covers them all. Says nothing when none must compile, or when a notice was said already.
+    """
+    global _announced
+    cold: dict[str, tuple[str, int]] = {}  # kernel -> (the first model named, seconds)
+    for model in models:
+        found = _cold(model)
+        if found is not None:
+            cold.setdefault(found[1], (type(model).__name__, found[0]))
+    if _announced or not cold:
+        return
+    _announced = True
+    _say(list(dict.fromkeys(name for name, _ in cold.values())),
+         sum(seconds for _, seconds in cold.values()))
+
+
+def _say(names: list[str], seconds: int) -> None:
+    what = f"{names[0]}'s kernels" if len(names) == 1 else f"the kernels of {', '.join(names)}"
+    total = f"about {seconds} s" + (" in all" if len(names) > 1 else "")
+    print(f"river_dhbm: compiling {what} for first use ({total}, cached afterwards)",
+          file=sys.stderr)
+
+
+def announce_compilation(model) -> None:
+    """Say on stderr, once per process, that `model`'s first update is about to compile its
+    kernels (and how long that takes), unless `announce_compilations` named it already;
+    remember that they are compiled."""
+    global _announced
+    found = _cold(model)
+    if found is None:
+        return
+    seconds, where = found
     if not _announced:
         _announced = True
-        print(
-            f"river_dhbm: compiling {type(model).__name__}'s kernels for first use "
-            f"(about {seconds} s, cached afterwards)",
-            file=sys.stderr,
-        )
+        _say([type(model).__name__], seconds)
     marker = _marker(where)
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
