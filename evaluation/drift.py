@@ -1,7 +1,7 @@
 """Abrupt concept changes: how fast each learner recovers, ours against River's drift-aware ones.
 
     python -m evaluation drift --quick                     # 2 scenarios, 1 seed (a minute)
-    python -m evaluation drift --seeds 3 --jobs 2          # the table of docs/drift.md
+    python -m evaluation drift --seed 1 --seeds 3 --jobs 2   # the table of docs/drift.md
 
 Each scenario is a stream whose concept changes at a known row (`CHANGE_AT`): its first rows
 come from one generator, the rest from another of the same schema (a new rule, a new
@@ -29,6 +29,7 @@ import numpy as np
 
 from . import registry
 from .arguments import floats, names, positive_int
+from .workers import counting, process_pool
 
 __all__ = ["SCENARIOS", "Run", "add_arguments", "command", "run_one", "scenario", "windows"]
 
@@ -48,8 +49,9 @@ def _sea(seed):
 def _stagger(seed):
     from river.datasets import synth
 
-    return (synth.STAGGER(0, seed=seed, balance_classes=True),
-            synth.STAGGER(2, seed=seed + 1, balance_classes=True))
+    # not `balance_classes`: it alternates the labels row by row, which a majority vote always
+    # gets wrong
+    return synth.STAGGER(0, seed=seed), synth.STAGGER(2, seed=seed + 1)
 
 
 def _agrawal(seed):
@@ -89,7 +91,7 @@ def _waveform(seed):
 #: Scenario name -> (what changes, the two generators before and after the change).
 SCENARIOS = {
     "sea": ("River's SEA: threshold 8 -> 9.5 (variant 0 -> 3)", _sea),
-    "stagger": ("River's STAGGER: rule 0 -> 2, balanced", _stagger),
+    "stagger": ("River's STAGGER: rule 0 -> 2", _stagger),
     "agrawal": ("River's Agrawal: function 0 -> 4", _agrawal),
     "sine": ("River's Sine with noise: function 0 -> 2", _sine),
     "hyperplane": ("River's Hyperplane (10 features, 5 % noise): a new hyperplane", _hyperplane),
@@ -196,7 +198,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"{', '.join(DEFAULT_MODELS)})")
     p.add_argument("--label-ratios", type=floats, default=[1.0, 0.1, 0.01],
                    help="comma-separated shares of labeled rows")
-    p.add_argument("--seeds", type=positive_int, default=3, help="seeds 1..N of every run")
+    p.add_argument("--seeds", type=positive_int, default=3,
+                   help="seeds --seed, --seed + 1, ... of every run")
+    p.add_argument("--seed", type=int, default=0, help="the first seed")
     p.add_argument("--quick", action="store_true",
                    help=f"{QUICK_ROWS:,} rows with the change at {QUICK_CHANGE_AT:,}, windows of "
                    f"{QUICK_WINDOW:,}, SEA and STAGGER, 100 %% and 10 %% labels, one seed")
@@ -224,7 +228,7 @@ def plan(args) -> list[Run]:
         if not 0.0 < value <= 1.0:
             raise ValueError(f"Invalid label ratio ({value}). Must be in (0, 1]")
     sizes = (QUICK_ROWS, QUICK_CHANGE_AT, QUICK_WINDOW) if quick else (N_ROWS, CHANGE_AT, WINDOW)
-    seeds = range(1, 2 if quick else args.seeds + 1)
+    seeds = range(args.seed, args.seed + (1 if quick else args.seeds))
     return [Run(s, m, ratio, seed, *sizes)
             for s in scenarios for ratio in ratios for seed in seeds for m in models]
 
@@ -233,7 +237,7 @@ def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
     from . import progress
 
     results: list = [None] * len(runs)
-    with progress.bar(len(runs), "drift", unit="run", quiet=quiet) as bar:
+    with progress.bar(len(runs), "drift", unit="run", quiet=quiet) as bar, counting(results):
         if jobs <= 1:
             for i, r in enumerate(runs):
                 results[i] = run_one(r)
@@ -246,7 +250,7 @@ def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
         firsts = {r.model: r for r in runs if _ours(r.model)}.values()
         warm_up((registry.make_model(r.model, 2, None, seed=1, preset="default"), 2)
                 for r in firsts)
-        with futures.ProcessPoolExecutor(jobs, mp_context=mp.get_context("forkserver")) as pool:
+        with process_pool(jobs, context=mp.get_context("forkserver")) as pool:
             pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
             for f in futures.as_completed(pending):
                 results[pending[f]] = f.result()
@@ -264,17 +268,18 @@ def table_markdown(frame, command_line: str) -> str:
         "second window after it (recovered), the last rows of the stream (end). Alarms: the "
         "rows where our model's detector fired, per seed.", "",
     ]
-    for (name, ratio), block in frame.groupby(["scenario", "label_ratio"], sort=False):
-        change_at = int(block.change_at.iloc[0])
-        lines += [f"**{name}**, {ratio:.0%} labels, change at row {change_at:,}: "
-                  f"{SCENARIOS[name][0]}", "",
-                  "| model | before | just after | recovered | end | alarms |",
-                  "|---|---:|---:|---:|---:|---|"]
-        for model, runs in block.groupby("model", sort=False):
+    for ratio, block in frame.groupby("label_ratio", sort=False):
+        lines += [f"**{ratio:.0%} labels**", "",
+                  "| scenario | model | before | just after | recovered | end | alarms |",
+                  "|---|---|---:|---:|---:|---:|---|"]
+        for (name, model), runs in block.groupby(["scenario", "model"], sort=False):
             alarms = "; ".join(str(a) or "none" for a in runs.drift_rows) if _ours(model) else ""
             cells = " | ".join(f"{runs[c].mean():.3f}" for c in columns)
-            lines.append(f"| `{model}` | {cells} | {alarms} |")
+            lines.append(f"| {name} | `{model}` | {cells} | {alarms} |")
         lines.append("")
+    lines += ["The scenarios (each changes at row "
+              f"{int(frame.change_at.iloc[0]):,} of {int(frame.n_rows.iloc[0]):,}):", ""]
+    lines += [f"- {name}: {SCENARIOS[name][0]}" for name in frame.scenario.unique()]
     return "\n".join(lines)
 
 
@@ -319,7 +324,9 @@ def command(args) -> int:
         return 2
     frame = pd.DataFrame(run_all(runs, args.jobs, args.quiet))
     table = table_markdown(frame, args.command_line)
-    jobs = result_jobs(out, "drift", frame, table)
+    settings = {"command": args.command_line, "runs": len(runs),
+                "scenarios": {name: SCENARIOS[name][0] for name in frame.scenario.unique()}}
+    jobs = result_jobs(out, "drift", frame, table, settings)
     jobs.append(figure_job(out / "drift.png", figure(frame)))
     for path in atomic_write_all(jobs):
         print(path)

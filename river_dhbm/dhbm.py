@@ -87,9 +87,9 @@ class DHBM(HybridClassifier):
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     init
-        Initial weights of the first layer: `"centred"` (Glorot's uniform bound times
-        `INIT_SCALE`, each unit's bias putting its hyperplane through a random point of the
-        input box [0, 1]^D, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
+        Initial weights of the first layer: `"centred"` (drawn so that each unit's pre-activation spreads
+        `network.CENTRED_SPREAD` over the input box [0, 1]^D whatever D, each unit's bias
+        putting its hyperplane through a random point of the box, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
         paper-era default, used by `paper()`).
     optimizer
         `"adam"` (Kingma & Ba, 2015, default moments 0.9 / 0.999) or `"sgd"` (the paper's
@@ -187,11 +187,24 @@ class DHBM(HybridClassifier):
       1 % labels one step per label leaves any network near chance.
     - Initialisation (`init="centred"`): Glorot's bound assumes unit-variance inputs, and
       with biases 0 every first-layer hyperplane passes through the corner 0 of the input
-      box [0, 1]^D. Scaled by `INIT_SCALE` and centred at random points of the box, the
-      units cut the data from the first row on (Bananas at 100 % labels, two inputs: 0.76
-      against 0.67 with Glorot's weights). It costs the digits about 0.02.
+      box [0, 1]^D. Drawn to spread as far over the box whatever its width
+      (`network.centred_scale`) and centred at random points of it, the units cut the data
+      from the first row on (Bananas' two inputs) without starting clipped (24 inputs).
     - Bounded rectifiers (`activation="relu"`): Bananas needs curved boundaries that a layer
-      of 64 sigmoid units does not learn in one pass (0.55 against 0.75).
+      of 64 sigmoid units does not learn in one pass. Where a unit is clipped its gradient
+      takes a surrogate slope (`network.CLIPPED_SLOPE`), so that a unit clipped for every
+      row can come back.
+    - A maturing model (past `warm_start` labels): its step shrinks as
+      `scarce_labels.step_scale` and its generative terms (the KL step, the likelihood
+      gradient) weigh `scarce_labels.generative_share` against the discriminative term,
+      like a prior's fixed weight against evidence that grows; with constant weights a long
+      stationary stream ended well above the Bayes error (docs/drift.md).
+    - Concept changes (`drift_detector`, `river_dhbm.change`): the labeled rows' errors,
+      each predicted before it is learnt, feed one of River's detectors (ADWIN, as ARF's);
+      when the error rises the model learns as a young one again: labels count from the
+      alarm (the warm start's steps, the full step and generative weight return), the label
+      memory is emptied, Adam's moments are zeroed. The weights stay: a false alarm costs a
+      few noisy updates, never the model. `paper()` watches nothing.
     - The KL step (`mf_steps=1`, paper eq. 11) with `beta=0.3`: the recognition network,
       which predicts, is pulled towards the Boltzmann machine's mean-field posterior of EVERY
       row, labeled or not, and that machine learns `p(x)` from the unlabeled rows: the
@@ -226,7 +239,7 @@ class DHBM(HybridClassifier):
       fan-in by fan-out), so one compiled kernel serves any depth; a new class rebuilds it
       with zero label weights and class bias for the newcomer.
     - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))` (the first layer's
-      times `INIT_SCALE` with `init="centred"`, each of its units' biases then putting its
+      scaled by `network.centred_scale` with `init="centred"`, each of its units' biases then putting its
       hyperplane through a point drawn uniformly in [0, 1]^D; other biases 0), label
       weights 0; the recognition network starts as a copy of `W^l, b^l` and is trained on
       its own afterwards. Its weights are doubled for every layer but the top one (paper

@@ -85,9 +85,9 @@ class DHDA(HybridClassifier):
         `"adam"` (Kingma & Ba, 2015) or `"sgd"` (the paper's plain gradient steps); with
         `slow_upper_layers` the layers above the first take `UPPER_STEP` of either step.
     init
-        Initial weights of the first layer: `"centred"` (Glorot's uniform bound times
-        `INIT_SCALE`, each unit's bias putting its hyperplane through a random point of the
-        input box [0, 1]^D, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
+        Initial weights of the first layer: `"centred"` (drawn so that each unit's pre-activation spreads
+        `network.CENTRED_SPREAD` over the input box [0, 1]^D whatever D, each unit's bias
+        putting its hyperplane through a random point of the box, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
         paper-era default, used by `paper()`).
     learn_unlabeled
         `False`: the unlabeled rows' reconstruction and proxy labels are off, all else is
@@ -210,8 +210,13 @@ class DHDA(HybridClassifier):
       step of `1/depth` for those layers left 2 x 64 at 0.277 on LED, slowing only the
       weights left 4 x 64 at 0.170 on Waveform, only `U^l` 2 x 64 at 0.288 on LED. One layer
       is unchanged.
+    - A maturing model and concept changes: as the `DHBM`'s (its Notes): past `warm_start`
+      labels the step shrinks (`scarce_labels.step_scale`) and the generative terms weigh
+      `scarce_labels.generative_share`; a rise of the labeled rows' error seen by
+      `drift_detector` makes the model young again (`river_dhbm.change`).
     - `activation="relu"` is the rectifier bounded to [0, 1], `min(max(z, 0), 1)` (slope 1
-      in between, 0 outside). With the plain rectifier, four ReLU layers of 24 reached NaN
+      in between; outside, where its slope is 0, the gradients take the surrogate slope
+      `network.CLIPPED_SLOPE` so that a unit clipped for every row can come back). With the plain rectifier, four ReLU layers of 24 reached NaN
       within 4-8 updates on LED even at `learning_rate=0.001`: each encoder sweep adds the
       top-down input `mu^{l+1} W^{l+1}^T` to the bottom-up one, so the activities exceed the
       recognition guess (`max mu` 13-21 against `max v` 5-13 at the first update), the

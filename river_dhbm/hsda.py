@@ -71,9 +71,9 @@ class HSDA(HybridClassifier):
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     init
-        Initial weights of every layer: `"centred"` (Glorot's bound times `INIT_SCALE`, each
-        unit's bias putting its hyperplane through a random point of the layer's input box
-        [0, 1]^H, as `DHDA`'s first layer) or `"glorot"` (Glorot's bound, biases 0: the
+        Initial weights of every layer: `"centred"` (as `DHDA`'s first layer: each
+        unit's pre-activation spreading `network.CENTRED_SPREAD` over the layer's input box
+        [0, 1]^H, its hyperplane through a random point of the box) or `"glorot"` (Glorot's bound, biases 0: the
         papers' and `paper()`'s).
     steps
         Gradient steps each update takes, each on the mini-batch and its own replayed rows
@@ -183,12 +183,16 @@ class HSDA(HybridClassifier):
       input units are not scored.
     - Proxy labels come from the ensemble (the model's prediction); each subset's loss is
       averaged over its own rows (`alpha / n_labeled`, `beta / n_unlabeled`).
-    - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))` (times `INIT_SCALE` under
-      `init="centred"`, each encoder bias then putting its unit's hyperplane through a point
+    - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))` (scaled by
+      `network.centred_scale` under `init="centred"`, each encoder bias then putting its unit's hyperplane through a point
       drawn uniformly in [0, 1]^{H_{l-1}}, drawn after the layer's weights), other biases and
       predictors 0.
     - Steps: as the DHDA's, each step the whole update on the mini-batch and its own
       replayed rows, with the same dropout and corruption masks; Adam counts every step.
+    - A maturing model and concept changes: as the `DHBM`'s (its Notes): past `warm_start`
+      labels the step shrinks (`scarce_labels.step_scale`) and the generative terms weigh
+      `scarce_labels.generative_share`; a rise of the labeled rows' error seen by
+      `drift_detector` makes the model young again (`river_dhbm.change`).
     - `activation="relu"` is the rectifier bounded to [0, 1] (as for `DHDA`): a layer above
       reconstructs the layer below's activities, and with the default cross-entropy decoder
       unbounded targets above 1 make the loss unbounded below (four plain ReLU layers of 24

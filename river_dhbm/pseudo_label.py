@@ -118,6 +118,10 @@ class PseudoLabelMLP(HybridClassifier):
     confidence-gated proxy labels: its unlabeled rows get Lee's pseudo-labels, every row,
     weighted `beta` (at 10 % labels worth between -0.017, Bananas, and +0.005, LED).
 
+    As the hybrids, past `warm_start` labels its step shrinks (`scarce_labels.step_scale`)
+    and a rise of its labeled rows' error seen by `drift_detector` makes it young again
+    (`river_dhbm.change`), so that it stays their yardstick over a stream's whole life.
+
     Choices where Lee (2013) and the paper leave room, each pinned by a test:
 
     - Pseudo-labels come from the prediction-mode network (dropout scaled out) before the
@@ -130,8 +134,8 @@ class PseudoLabelMLP(HybridClassifier):
       deltas; at prediction the hidden units are multiplied by `1 - dropout`.
     - `optimizer="sgd"` is plain SGD (no momentum, no weight decay), as the paper's online
       runs (`paper()`). Weights start uniform in `+-sqrt(6 / (fan_in + fan_out))`, biases at
-      0 (`init="glorot"`; `"centred"` scales the first layer's by `INIT_SCALE` and puts each
-      unit's hyperplane through a random point of the input box); output columns of a new
+      0 (`init="glorot"`; `"centred"` scales the first layer's by `network.centred_scale` and puts
+      each unit's hyperplane through a random point of the input box); output columns of a new
       class start at 0. Layers use the shared layout of `kernels` (weights `[fan_in, fan_out]`):
       the output layer is the top layer's label weights `U^L` and the class bias `d`.
     - The first build's defaults (stationary LED / Waveform, 10 % labels, faded error over

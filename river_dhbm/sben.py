@@ -119,6 +119,9 @@ class SBEN(DHBM):
     it they cost the digits 0.080 at 1 % (0.277 against the ablation's 0.357), with it they
     add 0.021 (0.378) and Bananas 0.038 at 10 %; LED loses 0.010 at 100 % to it.
 
+    A maturing stack and concept changes are handled as the `DHBM`'s (its Notes: the step and
+    the generative terms shrink past `warm_start` labels, `drift_detector` restarts them).
+
     The confident proxy labels come from the stack's averaged prediction and every block
     learns them as labeled rows, as it learns the label memory. The blocks share the label
     map and the update counter; the whole stack is one flat buffer and one jitted call per
