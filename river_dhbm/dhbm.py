@@ -620,7 +620,7 @@ class DHBM(HybridClassifier):
         dhbm_kernels.dhbm_test_then_train(
             X, codes, betas * share, self._adam_steps + 1, predicted, self._theta, self._grad,
             self._off, self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
-            self._step_size() * share ** scarce_labels.STEP_POWER, float(self.alpha) * share,
+            self._step_size() * scarce_labels.step_scale(self, seen), float(self.alpha) * share,
             float(self.discriminative_weight) / share,
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,

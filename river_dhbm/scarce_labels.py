@@ -107,8 +107,13 @@ STEP_POWER = 0.25
 
 def step_scale(model, n_labeled) -> np.ndarray | float:
     """Factor of the step size once `n_labeled` labeled rows have been seen since the last
-    change: 1 while the model is young (`warm_start`), then `generative_share ** STEP_POWER`."""
-    return generative_share(model, n_labeled) ** STEP_POWER
+    change: 1 while the model is young (`warm_start`), then `generative_share ** STEP_POWER`.
+    Python's power on each value, so that the fused run and the per-batch path take the very
+    same steps (numpy's vector power may differ in the last bit)."""
+    share = generative_share(model, n_labeled)
+    if np.isscalar(share):
+        return share**STEP_POWER
+    return np.array([s**STEP_POWER for s in share.tolist()])
 
 
 def term_weights(model, beta: float) -> tuple[float, float, float]:

@@ -39,7 +39,7 @@ class Softmax(HybridClassifier):
         p = np.exp(z)
         return p / p.sum(axis=1, keepdims=True)
 
-    def _update(self, X, y):
+    def _update(self, X, y, P=None):
         lab = y >= 0
         if lab.any():
             P = self._proba(X[lab])

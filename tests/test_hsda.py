@@ -358,7 +358,7 @@ def test_initial_weights():
 
 
 def test_centred_layers_cut_their_input_box():
-    """`init="centred"` (the default): every layer's weights are `INIT_SCALE` times Glorot's
+    """`init="centred"` (the default): every layer's weights are `centred_scale` times Glorot's
     draw (the first layer's exactly the glorot model's, drawn first), and each unit's bias puts
     its hyperplane through a point of the layer's input box [0, 1]^H."""
     glorot, centred = (HSDA(hidden_sizes=(6, 5), init=i, seed=0) for i in ("glorot", "centred"))
@@ -369,8 +369,9 @@ def test_centred_layers_cut_their_input_box():
         t = centred._theta[centred._bases[l] : centred._bases[l + 1]]
         W = from_python(kernels.matrix)(t, centred._offs[l], sizes, 0, kernels.COL_W)
         b = from_python(kernels.vector)(t, centred._offs[l], sizes, 0, kernels.COL_B)
-        bound = HSDA.INIT_SCALE * np.sqrt(6 / sizes.sum())
-        assert np.abs(W).max() <= bound and np.abs(W).max() > bound / HSDA.INIT_SCALE
+        scale = kernels.centred_scale(*sizes)
+        bound = scale * np.sqrt(6 / sizes.sum())
+        assert np.abs(W).max() <= bound and np.abs(W).max() > 0.5 * bound
         # -b_j = point . W[:, j] for a point of the box: between the sums of W's negative and
         # positive entries
         assert (np.minimum(W, 0).sum(0) <= -b).all() and (-b <= np.maximum(W, 0).sum(0)).all()
@@ -380,4 +381,4 @@ def test_centred_layers_cut_their_input_box():
     np.testing.assert_array_equal(
         from_python(kernels.matrix)(
             centred._theta, centred._offs[0], centred._sizes[:2], 0, kernels.COL_W),
-        HSDA.INIT_SCALE * W0)
+        kernels.centred_scale(*glorot._sizes[:2]) * W0)

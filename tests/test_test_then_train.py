@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from river import drift
 
 from evaluation import prequential
-from river_dhbm import DHBM
+from river_dhbm import DHBM, change
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from streams import LED, LabelMask
 from test_dict_path import MODELS as DICT_PATH_MODELS
@@ -93,10 +94,16 @@ def _count_runs(monkeypatch, model):
     return runs, updates
 
 
+def _unwatched(name):
+    """`MODELS[name]` with no drift detector: a run is then one kernel call (a detector cuts
+    it where the per-batch path would restart, every `change.CHECK_EVERY` updates)."""
+    return MODELS[name]().clone({"drift_detector": drift.NoDrift()})
+
+
 @pytest.mark.parametrize("name", ["dhbm-mf"])
 def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch, name):
     X, y, labeled = _block()
-    model, reference = MODELS[name](), MODELS[name]()
+    model, reference = _unwatched(name), _unwatched(name)
     for m in (model, reference):
         m.learn_arrays(X[:88], y[:88])  # every class known, the buffer empty
     runs, updates = _count_runs(monkeypatch, model)
@@ -108,10 +115,24 @@ def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch, name):
 
 
 @pytest.mark.parametrize("name", ["dhbm-mf"])
+def test_a_watched_run_stops_where_the_detector_is_consulted(monkeypatch, name):
+    X, y, labeled = _block()
+    model, reference = MODELS[name](), MODELS[name]()
+    for m in (model, reference):
+        m.learn_arrays(X[:88], y[:88])  # 22 updates: the next check comes after 8 more
+    runs, updates = _count_runs(monkeypatch, model)
+    predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])
+    assert runs == [4 * 8, 4 * change.CHECK_EVERY, 4 * 4] and updates == []
+    np.testing.assert_array_equal(predicted, _batch_by_batch(reference, X[:88], y[:88],
+                                                              labeled[:88], 4))
+    _assert_same_model(model, reference, X)
+
+
+@pytest.mark.parametrize("name", ["dhbm-mf"])
 def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch, name):
     X, y, labeled = _block()
     y[49], labeled[49] = "e", True  # unseen: its batch (rows 48-51) adds the class first
-    model, reference = MODELS[name](), MODELS[name]()
+    model, reference = _unwatched(name), _unwatched(name)
     for m in (model, reference):
         m.learn_arrays(X[:88], np.where(y[:88] == "e", "a", y[:88]))
     runs, updates = _count_runs(monkeypatch, model)

@@ -17,8 +17,9 @@ Conventions used by every function here:
   `l` is the C-contiguous block `act[n * hcum[l] : n * hcum[l + 1]]` viewed `[n, H_l]`,
   with `hcum = hidden_offsets(sizes)`. Dropout masks (`mask`), targets of the KL (`mu`) and
   back-propagated deltas (`delta`) share that layout; an empty `mask` means no dropout.
-- `kind` selects the latent non-linearity: `SIGMOID` (0), `RELU` (1, the MLP's "relu") or
-  `BOUNDED_RELU` (2, `min(max(z, 0), 1)`, the "relu" of the hybrid models).
+- `kind` selects the latent non-linearity: `SIGMOID` (0), `RELU` (1, the MLP's "relu"),
+  `BOUNDED_RELU` (2, `min(max(z, 0), 1)`) or `SURROGATE_RELU` (3, the same units whose
+  gradient takes `CLIPPED_SLOPE` where they are clipped: the "relu" of the hybrid models).
 - The kernels are cached on disk in a directory named after every kernel module's source
   (`build.cache_dir`): an edit here recompiles the kernels that inline what changed.
 - Gradients are of a LOSS (to be descended) and are ACCUMULATED (`+=`) into `grad`.
@@ -48,11 +49,13 @@ DTYPES = ("float64", "float32")
 SIGMOID = 0
 RELU = 1
 BOUNDED_RELU = 2
+SURROGATE_RELU = 3
 #: Hidden units of the feed-forward network (`PseudoLabelMLP`): the plain rectifier.
 ACTIVATIONS = {"sigmoid": SIGMOID, "relu": RELU}
 #: Hidden units of the hybrid models (DHBM, SBEN, DHDA, HSDA): their "relu" is bounded to
-#: [0, 1] (see `activate`), because their undirected/coupled layers feed activities back.
-HYBRID_ACTIVATIONS = {"sigmoid": SIGMOID, "relu": BOUNDED_RELU}
+#: [0, 1] (see `activate`), because their undirected/coupled layers feed activities back, and
+#: learnt with a surrogate slope where it is clipped (`derivative`).
+HYBRID_ACTIVATIONS = {"sigmoid": SIGMOID, "relu": SURROGATE_RELU}
 
 COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 
@@ -367,18 +370,21 @@ def activate(z, kind):
     range, so mean-field activities, their targets and the energy stay bounded)."""
     if kind == RELU:
         return z if z > 0.0 else 0.0
-    if kind == BOUNDED_RELU:
+    if kind == BOUNDED_RELU or kind == SURROGATE_RELU:
         return 0.0 if z <= 0.0 else (1.0 if z >= 1.0 else z)
     return 1.0 / (1.0 + exp(-z))
 
 
 @njit(**_JIT, **INNER)
 def derivative(a, kind):
-    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]`, or for the bounded
-    rectifier 1 inside (0, 1) and `CLIPPED_SLOPE` where it is clipped (a surrogate slope)."""
+    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]`, `1[0 < a < 1]`, or for
+    `SURROGATE_RELU` 1 inside (0, 1) and `CLIPPED_SLOPE` where it is clipped (a surrogate
+    slope, not the true one: its gradients are checked against references that use it)."""
     if kind == RELU:
         return 1.0 if a > 0.0 else 0.0
     if kind == BOUNDED_RELU:
+        return 1.0 if 0.0 < a < 1.0 else 0.0
+    if kind == SURROGATE_RELU:
         return 1.0 if 0.0 < a < 1.0 else CLIPPED_SLOPE
     return a * (1.0 - a)
 
