@@ -9,9 +9,7 @@ import pytest
 import streams
 from evaluation import moa_peers, prequential, registry
 from evaluation.__main__ import main
-
-needs_capymoa = pytest.mark.skipif(moa_peers.available() is not None,
-                                   reason=f"capymoa not available: {moa_peers.available()}")
+from optional import needs_moa
 
 
 class FixedMask:
@@ -43,7 +41,7 @@ class Recording(moa_peers.MOAClassifier):
         return P
 
 
-@needs_capymoa
+@needs_moa
 @pytest.mark.parametrize("spec, ratio, delay", [
     ("NaiveBayes", 0.05, 0),
     ("HoeffdingTree", 0.1, 7),
@@ -76,7 +74,7 @@ def test_predictions_equal_capymoas_prequential_ssl_evaluation(spec, ratio, dela
     assert len(set(theirs)) > 3  # it learnt something
 
 
-@needs_capymoa
+@needs_moa
 def test_registry_names_and_cli_strings():
     sleade = registry.make_model("moa:SLEADE", 24, 10, seed=3)
     assert sleade._takes_unlabeled and str(sleade) == "moa:SLEADE"

@@ -60,7 +60,7 @@ def test_invalid_settings(flags, message):
 
 
 class StandIn:
-    """Records its constructor arguments (a model until `learn_unlabeled` is on main)."""
+    """Records its constructor arguments: what the registry hands a model class."""
 
     def __init__(self, **params):
         self.params = params
@@ -82,12 +82,10 @@ def test_ablation_passes_learn_unlabeled_false(monkeypatch):
 
 
 def test_ablation_of_the_real_models():
-    try:
-        model = registry.make_model("dhbm-mf/labeled-only", 24, 10, preset="default")
-    except ValueError as e:  # before main's models take `learn_unlabeled`
-        pytest.skip(str(e))
-    assert model.learn_unlabeled is False
-    assert registry.make_model("dhbm-mf", 24, 10, preset="default").learn_unlabeled is True
+    for name in registry.MODELS:
+        model = registry.make_model(f"{name}/labeled-only", 24, 10, preset="default")
+        assert model.learn_unlabeled is False, name
+        assert registry.make_model(name, 24, 10, preset="default").learn_unlabeled is True, name
 
 
 def synthetic_runs():

@@ -17,6 +17,7 @@ from streams import (
     WaveformDrift,
     paper_stream,
 )
+from optional import needs_moa
 
 DATA_DIR = pathlib.Path(__file__).parent / "data" / "moa"
 
@@ -127,18 +128,7 @@ def test_second_iteration_equals_moa_restart(name):
     np.testing.assert_array_equal(y, expected["y_restart"])
 
 
-def _moa_or_skip():
-    try:
-        import jpype  # noqa: F401
-
-        import make_moa_fixtures
-
-        make_moa_fixtures.moa_stream("generators.LEDGenerator")
-    except Exception as exc:  # no capymoa, no Java, no JVM
-        pytest.skip(f"MOA not available: {exc}")
-    return make_moa_fixtures
-
-
+@needs_moa
 @pytest.mark.parametrize(
     "stream",
     [
@@ -155,7 +145,8 @@ def _moa_or_skip():
     ids=repr,
 )
 def test_live_against_moa(stream):
-    moa = _moa_or_skip()
+    import make_moa_fixtures as moa
+
     X_moa, y_moa = moa.moa_instances(moa.moa_stream(stream.moa_cli()), 400)
     X, y = next(stream.iter_arrays(400))
     assert_bitwise_equal(X, X_moa)

@@ -10,9 +10,7 @@ import pytest
 
 from evaluation import moa_peers, suite
 from evaluation.cli import main
-
-needs_capymoa = pytest.mark.skipif(moa_peers.available() is not None,
-                                   reason=f"capymoa not available: {moa_peers.available()}")
+from optional import needs_moa
 
 
 class Recorder:
@@ -123,7 +121,7 @@ def test_the_scarcest_ratio_runs_on_streams_of_100_000_rows_only(tmp_path, capsy
     assert "phishing (1,250 rows)" in capsys.readouterr().out
 
 
-@needs_capymoa
+@needs_moa
 def test_moa_peers_run_through_the_dict_api(tmp_path):
     rows = suite.load_stream("bananas", 1, instances=200)
     nb, unlabeled = suite.make_learner("moa:NaiveBayes", seed=1, rows=rows)
