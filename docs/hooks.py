@@ -25,6 +25,7 @@ FIGURES = {
     "img/tracks-multiclass.png": "evaluation/results/tracks/tracks-multiclass.png",
     "img/tracks-10-binary.png": "evaluation/results/tracks-10/tracks-binary.png",
     "img/tracks-10-multiclass.png": "evaluation/results/tracks-10/tracks-multiclass.png",
+    "img/drift.png": "evaluation/results/drift/drift.png",
 }
 
 

@@ -263,7 +263,8 @@ def table_markdown(frame, command_line: str) -> str:
     columns = ["before", "just_after", "recovered", "end"]
     lines = [
         f"`{command_line}`", "",
-        f"Accuracy over {int(frame.window.iloc[0]):,}-row windows around the change, mean over seeds "
+        f"Accuracy over {int(frame.window.iloc[0]):,}-row windows around the change, mean over "
+        "seeds "
         f"({', '.join(map(str, sorted(frame.seed.unique())))}): before it, the first and the "
         "second window after it (recovered), the last rows of the stream (end). Alarms: the "
         "rows where our model's detector fired, per seed.", "",

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from river import base
 
+from river_dhbm import change
 from river_dhbm._input.checks import (
     _PLAIN_NUMBERS,
     MAX_ABS,
@@ -46,7 +47,6 @@ from river_dhbm._input.checks import (
     _short,
     _vector,
 )
-from river_dhbm import change
 from river_dhbm._input.params import _check_int, _check_seed
 from river_dhbm._kernels.first_use import announce_compilation
 

@@ -19,7 +19,8 @@ import numpy as np
 from river import base as river_base
 from river import drift
 
-__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "restart"]
+__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "labeled_errors",
+           "restart"]
 
 #: ADWIN's confidence of the default detector: ARF's warning detector's, more sensitive than its
 #: drift detector's 0.001, since an alarm here costs a restart of the learning, not the model.

@@ -87,10 +87,11 @@ class DHBM(HybridClassifier):
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     init
-        Initial weights of the first layer: `"centred"` (drawn so that each unit's pre-activation spreads
-        `network.CENTRED_SPREAD` over the input box [0, 1]^D whatever D, each unit's bias
-        putting its hyperplane through a random point of the box, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
-        paper-era default, used by `paper()`).
+        Initial weights of the first layer: `"centred"` (drawn so that each unit's
+        pre-activation spreads `network.CENTRED_SPREAD` over the input box [0, 1]^D whatever
+        D, each unit's bias putting its hyperplane through a random point of the box, see the
+        Notes) or `"glorot"` (Glorot's bound, biases 0: the paper-era default, used by
+        `paper()`).
     optimizer
         `"adam"` (Kingma & Ba, 2015, default moments 0.9 / 0.999) or `"sgd"` (the paper's
         plain gradient steps) applied to every parameter.
@@ -239,10 +240,10 @@ class DHBM(HybridClassifier):
       fan-in by fan-out), so one compiled kernel serves any depth; a new class rebuilds it
       with zero label weights and class bias for the newcomer.
     - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))` (the first layer's
-      scaled by `network.centred_scale` with `init="centred"`, each of its units' biases then putting its
-      hyperplane through a point drawn uniformly in [0, 1]^D; other biases 0), label
-      weights 0; the recognition network starts as a copy of `W^l, b^l` and is trained on
-      its own afterwards. Its weights are doubled for every layer but the top one (paper
+      scaled by `network.centred_scale` with `init="centred"`, each of its units' biases
+      then putting its hyperplane through a point drawn uniformly in [0, 1]^D; other biases
+      0), label weights 0; the recognition network starts as a copy of `W^l, b^l` and is
+      trained on its own afterwards. Its weights are doubled for every layer but the top one (paper
       eq. 9), its biases are not.
     - Steps: each of an update's `steps` gradient steps runs the whole update (recognition
       pass, KL and discriminative steps, likelihood gradient, Adam) on the mini-batch and
@@ -582,7 +583,8 @@ class DHBM(HybridClassifier):
         predicted = np.empty(len(X), dtype=np.int64)
         start = 0
         while start < len(X):
-            stop = min(len(X), start + bs * (change.CHECK_EVERY - self.n_updates % change.CHECK_EVERY))
+            batches = change.CHECK_EVERY - self.n_updates % change.CHECK_EVERY
+            stop = min(len(X), start + bs * batches)
             first_update = self.n_updates
             predicted[start:stop] = self._fused_run(X[start:stop], codes[start:stop])
             for b, b0 in enumerate(range(start, stop, bs), first_update + 1):

@@ -85,10 +85,11 @@ class DHDA(HybridClassifier):
         `"adam"` (Kingma & Ba, 2015) or `"sgd"` (the paper's plain gradient steps); with
         `slow_upper_layers` the layers above the first take `UPPER_STEP` of either step.
     init
-        Initial weights of the first layer: `"centred"` (drawn so that each unit's pre-activation spreads
-        `network.CENTRED_SPREAD` over the input box [0, 1]^D whatever D, each unit's bias
-        putting its hyperplane through a random point of the box, see the Notes) or `"glorot"` (Glorot's bound, biases 0: the
-        paper-era default, used by `paper()`).
+        Initial weights of the first layer: `"centred"` (drawn so that each unit's
+        pre-activation spreads `network.CENTRED_SPREAD` over the input box [0, 1]^D whatever
+        D, each unit's bias putting its hyperplane through a random point of the box, see the
+        Notes) or `"glorot"` (Glorot's bound, biases 0: the paper-era default, used by
+        `paper()`).
     learn_unlabeled
         `False`: the unlabeled rows' reconstruction and proxy labels are off, all else is
         unchanged (the ablation; see `DHBM`).
@@ -216,8 +217,9 @@ class DHDA(HybridClassifier):
       `drift_detector` makes the model young again (`river_dhbm.change`).
     - `activation="relu"` is the rectifier bounded to [0, 1], `min(max(z, 0), 1)` (slope 1
       in between; outside, where its slope is 0, the gradients take the surrogate slope
-      `network.CLIPPED_SLOPE` so that a unit clipped for every row can come back). With the plain rectifier, four ReLU layers of 24 reached NaN
-      within 4-8 updates on LED even at `learning_rate=0.001`: each encoder sweep adds the
+      `network.CLIPPED_SLOPE` so that a unit clipped for every row can come back). With the
+      plain rectifier, four ReLU layers of 24 reached NaN within 4-8 updates on LED even at
+      `learning_rate=0.001`: each encoder sweep adds the
       top-down input `mu^{l+1} W^{l+1}^T` to the bottom-up one, so the activities exceed the
       recognition guess (`max mu` 13-21 against `max v` 5-13 at the first update), the
       squared-error recognition targets and the reconstruction errors grow with the square

@@ -73,8 +73,8 @@ class HSDA(HybridClassifier):
     init
         Initial weights of every layer: `"centred"` (as `DHDA`'s first layer: each
         unit's pre-activation spreading `network.CENTRED_SPREAD` over the layer's input box
-        [0, 1]^H, its hyperplane through a random point of the box) or `"glorot"` (Glorot's bound, biases 0: the
-        papers' and `paper()`'s).
+        [0, 1]^H, its hyperplane through a random point of the box) or `"glorot"` (Glorot's
+        bound, biases 0: the papers' and `paper()`'s).
     steps
         Gradient steps each update takes, each on the mini-batch and its own replayed rows
         (one kernel call either way; see `DHBM`).
@@ -184,9 +184,9 @@ class HSDA(HybridClassifier):
     - Proxy labels come from the ensemble (the model's prediction); each subset's loss is
       averaged over its own rows (`alpha / n_labeled`, `beta / n_unlabeled`).
     - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))` (scaled by
-      `network.centred_scale` under `init="centred"`, each encoder bias then putting its unit's hyperplane through a point
-      drawn uniformly in [0, 1]^{H_{l-1}}, drawn after the layer's weights), other biases and
-      predictors 0.
+      `network.centred_scale` under `init="centred"`, each encoder bias then putting its
+      unit's hyperplane through a point drawn uniformly in [0, 1]^{H_{l-1}}, drawn after the
+      layer's weights), other biases and predictors 0.
     - Steps: as the DHDA's, each step the whole update on the mini-batch and its own
       replayed rows, with the same dropout and corruption masks; Adam counts every step.
     - A maturing model and concept changes: as the `DHBM`'s (its Notes): past `warm_start`

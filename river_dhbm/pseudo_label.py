@@ -312,8 +312,7 @@ class PseudoLabelMLP(HybridClassifier):
         mlp_kernels.mlp_update(
             X, y, self._theta, self._off, self._sizes, self._hcum, len(self._classes),
             self._kind, mask, keep, float(self.learning_rate) * scale, self._upper_lr() * scale,
-            beta,
-            self._grad, self._moments, self._adam_steps + 1, steps, n_batch,
+            beta, self._grad, self._moments, self._adam_steps + 1, steps, n_batch,
         )
         self._adam_steps += steps
         bound = self.DIVERGED

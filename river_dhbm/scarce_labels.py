@@ -69,9 +69,9 @@ def steps_at(model, n_labeled) -> np.ndarray | int:
     """Gradient steps of an update once `n_labeled` labeled rows have been seen (an int or an
     array of them): `model.steps` up to `model.warm_start` labeled rows, then
     `steps * warm_start / n_labeled` rounded, never below 1; always `steps` when
-    `warm_start` is None. Labels are counted from the last change the model detected. Many steps let a young network catch up with a linear model; once
-    its labels are many, they would replay each row of the label memory dozens of times and
-    fit its noise."""
+    `warm_start` is None. Labels are counted from the last change the model detected. Many
+    steps let a young network catch up with a linear model; once its labels are many, they
+    would replay each row of the label memory dozens of times and fit its noise."""
     steps, warm = model.steps, getattr(model, "warm_start", None)
     if warm is None:
         return steps if np.isscalar(n_labeled) else np.full(np.shape(n_labeled), steps)
@@ -101,7 +101,7 @@ def generative_share(model, n_labeled) -> np.ndarray | float:
 
 #: A mature model's step shrinks as `generative_share ** STEP_POWER`: with a constant step the
 #: weights keep jittering around the optimum of a long stationary stream (a quarter power keeps
-#: a fifth to a third of the step after 20,000 labels, so the model still follows slow drift).
+#: a third of the step after 20,000 labels, so the model still follows slow drift).
 STEP_POWER = 0.25
 
 

@@ -1,4 +1,4 @@
-"""A concept change: the detector's alarms, the restart of fast learning, and the paths' agreement."""
+"""A concept change: the detector's alarms, the restart of fast learning, the paths' agreement."""
 
 from __future__ import annotations
 
