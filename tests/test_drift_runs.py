@@ -47,11 +47,11 @@ def test_the_plan_checks_every_name_in_one_line():
 
 
 @pytest.mark.parametrize("model", ["dhbm-mf", "river:tree.HoeffdingTreeClassifier"])
-def test_a_run_learns_the_rule_on_either_side_of_the_change(model):
+def test_a_run_learns_the_rule_and_ours_relearns_it_after_the_change(model):
     run = drift.Run("stagger", model, 1.0, 1, n_rows=1200, change_at=600, window=200)
     row = drift.run_one(run)
-    assert row["before"] > 0.85 and row["end"] > 0.85  # STAGGER's rules: chance is about 0.5
-    assert row["just_after"] < row["end"]  # the old rule misleads right after the change
+    assert row["before"] > 0.85  # STAGGER's rules: chance is about 0.5
     assert len(row["curve"].split()) == (1200 - 500) // 100 + 1
-    if model == "dhbm-mf":
+    if model == "dhbm-mf":  # a Hoeffding tree does not adapt: 0.315 at the end
+        assert row["just_after"] < row["end"] and row["end"] > 0.85
         assert row["drift_rows"] and 600 < int(row["drift_rows"].split()[0]) <= 800
