@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from river import base
 
-from river_dhbm import change
+from river_dhbm import change, safety
 from river_dhbm._input.checks import (
     _PLAIN_NUMBERS,
     MAX_ABS,
@@ -47,7 +47,7 @@ from river_dhbm._input.checks import (
     _short,
     _vector,
 )
-from river_dhbm._input.params import _check_int, _check_seed
+from river_dhbm._input.params import _check_bool, _check_int, _check_seed
 from river_dhbm._kernels.first_use import announce_compilation
 
 if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s at import)
@@ -88,6 +88,11 @@ class HybridClassifier(base.MiniBatchClassifier):
     _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
     _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
     _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
+    # the discriminative twin and the mixture's weight (`safety`), made with the features; models
+    # pickled before them have neither and predict with the network alone
+    _twin = None
+    _mixture = None
+    safe_unlabeled = False
 
     def __init__(self, batch_size: int = 20, seed: int | None = None, drift_detector=None):
         self.batch_size = batch_size
@@ -126,6 +131,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._n_buf_labeled = 0
         self._staged = None
         self._memory = None
+        _check_bool("safe_unlabeled", self.safe_unlabeled)
+        self._twin = None
+        self._mixture = None
         self.n_updates = 0
         self.n_labeled_seen = 0
         self._watch = change.ChangeWatch(self.drift_detector)
@@ -154,6 +162,14 @@ class HybridClassifier(base.MiniBatchClassifier):
         detector saw the error rise; the model restarts its fast learning at most
         `change.CHECK_EVERY` mini-batches later."""
         return list(self._watch.alarms)
+
+    @property
+    def unlabeled_trust(self) -> float:
+        """The weight of the network that learns the unlabeled rows in the prediction, against
+        its labeled-only twin (`river_dhbm.safety`): 1/2 before any labeled row, near 1 when the
+        unlabeled rows have paid on the labeled rows so far, near 0 when they have cost. 1.0
+        without a twin (`learn_unlabeled=False` or `safe_unlabeled=False`)."""
+        return 1.0 if self._mixture is None else self._mixture.weight
 
     # ------------------------------------------------------------------ pickling
 
@@ -230,6 +246,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
         announce_compilation(self)  # the kernels come next: say so if they must be compiled
         self._init_params(len(self._features))
+        if self.safe_unlabeled and getattr(self, "learn_unlabeled", False):
+            self._twin = safety.make_twin(self)
+            self._twin._fix_features(self._features)
+            self._mixture = safety.AggregatingMixture()
 
     def _class_of(self, y) -> int:
         """The column of label `y`, adding a class the first time it is seen."""
@@ -239,6 +259,8 @@ class HybridClassifier(base.MiniBatchClassifier):
             self._classes.append(y)
             self._class_index[y] = k
             self._add_class()
+            if self._twin is not None:
+                self._twin._class_of(y)  # the same column in both experts
         return k
 
     def _push(self, rows: np.ndarray, labeled: list) -> None:
@@ -260,6 +282,8 @@ class HybridClassifier(base.MiniBatchClassifier):
                 codes[start + j - i] = self._class_of(y)
                 self._n_buf_labeled += 1
                 k += 1
+            if self._twin is not None:
+                self._score(self._X_buf[start : start + n], codes[start : start + n])
             self._n_buf = start + n
             i += n
             if self._n_buf == bs:
@@ -283,27 +307,66 @@ class HybridClassifier(base.MiniBatchClassifier):
         else:
             self._y_buf[start] = self._class_of(y)
             self._n_buf_labeled += 1
+            if self._twin is not None:
+                self._score(self._X_buf[start : start + 1], self._y_buf[start : start + 1])
         self._n_buf = start + 1
         if self._n_buf == self.batch_size:
             self._flush()
 
     def _flush(self, predict: bool = False) -> np.ndarray | None:
-        """One update on the full buffer; with `predict`, returns `p(y | x)` of its rows
-        before the update (`_predict_update`). The drift detector gets the labeled rows'
-        errors of that prediction."""
-        watch = self._watch.active and self._n_buf_labeled > 0
-        self.n_labeled_seen += self._n_buf_labeled
+        """One update on the full buffer (`_learn`); with `predict`, returns `p(y | x)` of its
+        rows before the update. The twin (`safety`) then learns the buffer's labeled rows."""
         X, codes = self._X_buf, self._y_buf
-        P = self._predict_update(X, codes) if predict or watch else self._update(X, codes)
-        self.n_updates += 1
+        twin = self._twin
+        if twin is not None:  # copies: an update may change the buffer
+            labeled = codes >= 0
+            X_labeled, codes_labeled = X[labeled], codes[labeled]
+        P = self._learn(X, codes, self._n_buf_labeled, predict)
         self._n_buf = 0
         self._n_buf_labeled = 0
         self._staged = None
+        if twin is not None:  # the ablation's update, without the rows it weighs 0
+            twin._learn(X_labeled, codes_labeled, len(codes_labeled))
+        return P
+
+    def _learn(self, X: np.ndarray, codes: np.ndarray, n_labeled: int,
+               predict: bool = False) -> np.ndarray | None:
+        """One update on the mini-batch `X`, `codes` (`n_labeled` labeled rows), counted; with
+        `predict`, returns `p(y | x)` of its rows before the update (`_predict_update`). The
+        drift detector gets the labeled rows' errors of that prediction."""
+        watch = self._watch.active and n_labeled > 0
+        self.n_labeled_seen += n_labeled
+        P = self._predict_update(X, codes) if predict or watch else self._update(X, codes)
+        self.n_updates += 1
         if watch:
             self._watch.rose(change.labeled_errors(P, codes), self.n_updates * self.batch_size)
         if self._watch.due(self.n_updates):
             change.restart(self)
         return P
+
+    def _mixed_flush(self) -> np.ndarray:
+        """`_flush(predict=True)` of a model with a twin: the mixture's `p(y | x)` of the
+        buffer's rows before the update (with the weight before them), the labeled rows then
+        scored by both experts' predictions, and both experts updated."""
+        codes = self._y_buf.copy()
+        P_twin = self._twin._proba(self._X_buf)
+        P_hybrid = self._flush(predict=True)
+        P = self._mixture.mix(P_hybrid, P_twin)
+        labeled = codes >= 0
+        self._mixture.score(safety.true_class_proba(P_hybrid[labeled], codes[labeled]),
+                            safety.true_class_proba(P_twin[labeled], codes[labeled]))
+        return P
+
+    def _score(self, X: np.ndarray, codes: np.ndarray) -> None:
+        """Score the labeled rows among `X`, `codes` (class indices, -1 unlabeled) by both
+        experts before either learns them: the model changes only when its buffer is full, so
+        this is the state that predicted them."""
+        labeled = codes >= 0
+        if not labeled.any():
+            return
+        X, codes = X[labeled], codes[labeled]
+        self._mixture.score(safety.true_class_proba(self._proba(X), codes),
+                            safety.true_class_proba(self._twin._proba(X), codes))
 
     def _run_end(self, start: int, n: int, bs: int, pairs: list, k: int) -> int:
         """End of the rows from `start` that `_test_then_train_run` may take: whole model
@@ -333,7 +396,8 @@ class HybridClassifier(base.MiniBatchClassifier):
             self._y_buf[:] = codes[batch]
             self._n_buf = bs
             self._n_buf_labeled = int((codes[batch] >= 0).sum())
-            predicted[batch] = self._flush(predict=True).argmax(axis=1)
+            P = self._flush(predict=True) if self._twin is None else self._mixed_flush()
+            predicted[batch] = P.argmax(axis=1)
         return predicted
 
     # ------------------------------------------------------------------ learning
@@ -440,10 +504,14 @@ class HybridClassifier(base.MiniBatchClassifier):
                 codes = np.full(stop - start, -1, dtype=np.int64)
                 for i, v in pairs[k:end]:
                     codes[i - start] = self._class_index[v]
-                predicted[start:stop] = self._test_then_train_run(X[start:stop], codes)
+                if self._twin is None:
+                    predicted[start:stop] = self._test_then_train_run(X[start:stop], codes)
+                else:  # a model's own run (one kernel call) predicts with its network alone
+                    predicted[start:stop] = HybridClassifier._test_then_train_run(
+                        self, X[start:stop], codes)
             else:
                 if self._classes:
-                    predicted[start:stop] = self._proba(X[start:stop]).argmax(axis=1)
+                    predicted[start:stop] = self._predictive_proba(X[start:stop]).argmax(axis=1)
                 self._push(X[start:stop], [(i - start, v) for i, v in pairs[k:end]])
             k, start = end, stop
         return predicted
@@ -456,14 +524,14 @@ class HybridClassifier(base.MiniBatchClassifier):
         _check_dict(x)
         if not self._classes:
             return {}
-        return dict(zip(self._classes, self._proba_row(self._row(x))))
+        return dict(zip(self._classes, self._predictive_proba_row(self._row(x))))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
         _check_dict(x)
         if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
             return super().predict_one(x, **kwargs)
-        return self._classes[self._predict_row(self._row(x))]
+        return self._classes[self._predictive_row(self._row(x))]
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
@@ -472,7 +540,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         if not self._classes:
             return pd.DataFrame(index=X.index)
         rows = _check_frame(X, self._features)
-        P = self._proba(rows) if len(rows) else np.zeros((0, len(self._classes)))
+        P = self._predictive_proba(rows) if len(rows) else np.zeros((0, len(self._classes)))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
@@ -480,7 +548,31 @@ class HybridClassifier(base.MiniBatchClassifier):
         X, _ = _check_arrays(X, self._features)
         if not self._classes:
             return np.zeros((len(X), 0))
-        return self._proba(X)
+        return self._predictive_proba(X)
+
+    # the predictions of the public entry points: the network's, or the mixture's with the twin
+
+    def _predictive_proba(self, X: np.ndarray) -> np.ndarray:
+        P = self._proba(X)
+        mixture = self._mixture
+        if mixture is None or mixture.weight == 1.0:  # the twin's share rounds to nothing
+            return P
+        return mixture.mix(P, self._twin._proba(X))
+
+    def _predictive_proba_row(self, row: np.ndarray) -> list:
+        mixture = self._mixture
+        if mixture is None or mixture.weight == 1.0:
+            return self._proba_row(row)
+        w = mixture.weight
+        return [w * p + (1.0 - w) * q
+                for p, q in zip(self._proba_row(row), self._twin._proba_row(row))]
+
+    def _predictive_row(self, row: np.ndarray) -> int:
+        mixture = self._mixture
+        if mixture is None or mixture.weight == 1.0:
+            return self._predict_row(row)
+        p = self._predictive_proba_row(row)
+        return p.index(max(p))
 
     # ------------------------------------------------------------------ hooks
 

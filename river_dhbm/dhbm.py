@@ -99,6 +99,11 @@ class DHBM(HybridClassifier):
         Whether unlabeled rows teach the model anything. `False` zeroes their weight (`beta`)
         and turns the confident proxy labels off, and changes nothing else (the same batches,
         updates and draws): the ablation that measures what unlabeled rows are worth.
+    safe_unlabeled
+        Whether the prediction mixes the network with a labeled-only twin by their log loss
+        on the labeled rows, so that unlabeled rows never cost more than `ln 2` of cumulative
+        log loss (`river_dhbm.safety`; `unlabeled_trust` is the network's weight). Only with
+        `learn_unlabeled`; `False`: the network alone predicts (the paper's settings).
     steps
         Gradient steps each update takes on its mini-batch and replayed rows (one kernel
         call either way): a stream shows each row once, and one step per mini-batch leaves
@@ -311,6 +316,7 @@ class DHBM(HybridClassifier):
     steps, warm_start, init = 1, None, "glorot"
 
     _PAPER_SETTINGS = {
+        "safe_unlabeled": False,
         "estimator": "mf",
         "n_particles": 10,
         "mf_steps": 1,
@@ -350,6 +356,7 @@ class DHBM(HybridClassifier):
         activation: str = "relu",
         optimizer: str = "adam",
         learn_unlabeled: bool = True,
+        safe_unlabeled: bool = True,
         init: str = "centred",
         steps: int = 8,
         warm_start: int | None = 250,
@@ -378,6 +385,7 @@ class DHBM(HybridClassifier):
         self.activation = activation
         self.optimizer = optimizer
         self.learn_unlabeled = learn_unlabeled
+        self.safe_unlabeled = safe_unlabeled
         self.init = init
         self.steps = steps
         self.warm_start = warm_start

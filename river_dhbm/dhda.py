@@ -93,6 +93,8 @@ class DHDA(HybridClassifier):
     learn_unlabeled
         `False`: the unlabeled rows' reconstruction and proxy labels are off, all else is
         unchanged (the ablation; see `DHBM`).
+    safe_unlabeled
+        Whether the prediction mixes the network with a labeled-only twin (see `DHBM`).
     steps
         Gradient steps each update takes on its mini-batch and replayed rows (one kernel
         call either way; see `DHBM`).
@@ -240,6 +242,7 @@ class DHDA(HybridClassifier):
     """
 
     _PAPER_SETTINGS = {
+        "safe_unlabeled": False,
         "corruption": 0.15,
         "loss": "ce",
         "mf_steps": 1,
@@ -289,6 +292,7 @@ class DHDA(HybridClassifier):
         discriminative_weight: float = 10.0,
         activation: str = "relu",
         learn_unlabeled: bool = True,
+        safe_unlabeled: bool = True,
         slow_upper_layers: bool = True,
         optimizer: str = "adam",
         init: str = "centred",
@@ -316,6 +320,7 @@ class DHDA(HybridClassifier):
         self.discriminative_weight = discriminative_weight
         self.activation = activation
         self.learn_unlabeled = learn_unlabeled
+        self.safe_unlabeled = safe_unlabeled
         self.slow_upper_layers = slow_upper_layers
         self.optimizer = optimizer
         self.init = init

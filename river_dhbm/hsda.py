@@ -84,6 +84,8 @@ class HSDA(HybridClassifier):
     learn_unlabeled
         `False` turns off all learning from unlabeled rows (each layer's reconstruction of
         them, the proxy labels) and nothing else: the ablation of `DHBM`'s parameter.
+    safe_unlabeled
+        Whether the prediction mixes the network with a labeled-only twin (see `DHBM`).
     weighted_layers
         Whether the prediction weights each layer's predictor by its recent log-loss on the
         labels (see the Notes); `False`: the plain mean of the layers (the paper's settings).
@@ -229,6 +231,7 @@ class HSDA(HybridClassifier):
     """
 
     _PAPER_SETTINGS = {
+        "safe_unlabeled": False,
         "corruption": 0.15,
         "loss": "ce",
         "learning_rate": 0.051,
@@ -279,6 +282,7 @@ class HSDA(HybridClassifier):
         steps: int = 8,
         warm_start: int | None = 250,
         learn_unlabeled: bool = True,
+        safe_unlabeled: bool = True,
         weighted_layers: bool = True,
         replay: int = 20,
         memory_size: int = 1000,
@@ -304,6 +308,7 @@ class HSDA(HybridClassifier):
         self.steps = steps
         self.warm_start = warm_start
         self.learn_unlabeled = learn_unlabeled
+        self.safe_unlabeled = safe_unlabeled
         self.weighted_layers = weighted_layers
         self.replay = replay
         self.memory_size = memory_size

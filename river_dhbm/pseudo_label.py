@@ -54,6 +54,11 @@ class PseudoLabelMLP(HybridClassifier):
         Whether unlabeled rows teach the model anything. `False` zeroes their weight (`beta`)
         and changes nothing else (the same batches, updates and draws): the ablation that
         measures what the pseudo-labels are worth.
+    safe_unlabeled
+        Whether the prediction mixes the network with a labeled-only twin by their log loss
+        on the labeled rows, so that unlabeled rows never cost more than `ln 2` of cumulative
+        log loss (`river_dhbm.safety`; `unlabeled_trust` is the network's weight). Only with
+        `learn_unlabeled`; `False`: the network alone predicts (the paper's settings).
     deep_identity
         Whether the hidden layers above the first start as the identity (the network starts
         as its one-layer net) and take `UPPER_STEP` times the step (see the Notes); `False`:
@@ -172,6 +177,7 @@ class PseudoLabelMLP(HybridClassifier):
     """
 
     _PAPER_SETTINGS = {
+        "safe_unlabeled": False,
         "learning_rate": 0.051,
         "beta": 0.1,
         "beta_schedule": None,
@@ -208,6 +214,7 @@ class PseudoLabelMLP(HybridClassifier):
         dropout: float = 0.0,
         activation: str = "relu",
         learn_unlabeled: bool = True,
+        safe_unlabeled: bool = True,
         deep_identity: bool = True,
         optimizer: str = "adam",
         init: str = "centred",
@@ -227,6 +234,7 @@ class PseudoLabelMLP(HybridClassifier):
         self.dropout = dropout
         self.activation = activation
         self.learn_unlabeled = learn_unlabeled
+        self.safe_unlabeled = safe_unlabeled
         self.deep_identity = deep_identity
         self.optimizer = optimizer
         self.init = init

@@ -57,6 +57,8 @@ class SBEN(DHBM):
         `"adam"` or `"sgd"`.
     learn_unlabeled
         Whether unlabeled rows teach the model anything (`False`: the ablation, see `DHBM`).
+    safe_unlabeled
+        Whether the prediction mixes the network with a labeled-only twin (see `DHBM`).
     init
         First-layer weights of each block, `"centred"` or `"glorot"` (see `DHBM`).
     steps
@@ -153,6 +155,7 @@ class SBEN(DHBM):
         activation: str = "relu",
         optimizer: str = "adam",
         learn_unlabeled: bool = True,
+        safe_unlabeled: bool = True,
         init: str = "centred",
         steps: int = 8,
         warm_start: int | None = 250,
@@ -168,7 +171,8 @@ class SBEN(DHBM):
             mf_steps=mf_steps, learning_rate=learning_rate, alpha=alpha, beta=beta,
             beta_schedule=beta_schedule, dropout=dropout, pseudo_label=pseudo_label,
             discriminative_weight=discriminative_weight, activation=activation,
-            optimizer=optimizer, learn_unlabeled=learn_unlabeled, replay=replay,
+            optimizer=optimizer, learn_unlabeled=learn_unlabeled,
+            safe_unlabeled=safe_unlabeled, replay=replay,
             memory_size=memory_size, confidence=confidence, init=init, steps=steps,
             warm_start=warm_start, drift_detector=drift_detector, batch_size=batch_size,
             seed=seed,

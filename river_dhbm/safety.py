@@ -1,0 +1,106 @@
+"""Unlabeled rows that never cost: the hybrid and its discriminative twin, mixed by Vovk's
+aggregating algorithm.
+
+A hybrid learns from unlabeled rows, and on some streams they mislead it (clusters that cut
+across the classes). Its twin is the same model, same settings and seed, with
+`learn_unlabeled=False`: it learns the labeled rows of each mini-batch and its own replay of
+them, which is the labeled-only ablation's learning rule (the ablation weighs its unlabeled
+rows 0). The prediction is the Bayesian mixture of the two experts,
+
+    p(y | x) = w p_hybrid(y | x) + (1 - w) p_twin(y | x),
+    w = exp(-L_hybrid) / (exp(-L_hybrid) + exp(-L_twin)),
+
+where `L` is an expert's cumulative log loss on the labeled rows, each row scored by both
+experts before either learns it (the aggregating algorithm for log loss with prior 1/2). Its
+cumulative log loss equals `-log(exp(-L_hybrid) / 2 + exp(-L_twin) / 2)`, so it is never more
+than `ln 2` above the better expert's, from the first labeled row on, whatever the stream.
+The probabilities of the losses are floored at `FLOOR` (a network may give a label 0).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Probabilities below this count as this in the log losses (and so in the weight).
+FLOOR = 1e-6
+
+
+class AggregatingMixture:
+    """The weight of the hybrid against its twin, from their log losses on labeled rows.
+
+    Attributes
+    ----------
+    gap
+        `L_hybrid - L_twin`: the weight is `1 / (1 + exp(gap))`.
+    loss_hybrid, loss_twin
+        Each expert's cumulative log loss on the labeled rows scored so far.
+    loss_mixture
+        The mixture's, each row predicted with the weight of the labeled rows before it.
+    n_scored
+        Labeled rows scored so far.
+
+    """
+
+    def __init__(self):
+        self.gap = 0.0
+        self.loss_hybrid = 0.0
+        self.loss_twin = 0.0
+        self.loss_mixture = 0.0
+        self.n_scored = 0
+
+    @property
+    def weight(self) -> float:
+        """The hybrid's weight `w` (1/2 before any labeled row); exactly 1.0 or 0.0 once one
+        expert leads by more than about 37 nats."""
+        return _weight(self.gap)
+
+    def score(self, p_hybrid: np.ndarray, p_twin: np.ndarray) -> None:
+        """Account labeled rows, in stream order: `p_hybrid`, `p_twin` are each expert's
+        probability of each row's true class, predicted before either learnt the row."""
+        if len(p_hybrid) == 0:
+            return
+        loss_h = -np.log(np.maximum(p_hybrid, FLOOR))
+        loss_t = -np.log(np.maximum(p_twin, FLOOR))
+        # the gap before each row: the rows before it in this call count
+        gaps = self.gap + np.concatenate(([0.0], np.cumsum(loss_h - loss_t)[:-1]))
+        w = _weights(gaps)
+        mixed = w * np.exp(-loss_h) + (1.0 - w) * np.exp(-loss_t)
+        self.loss_mixture += float(-np.log(mixed).sum())
+        self.loss_hybrid += float(loss_h.sum())
+        self.loss_twin += float(loss_t.sum())
+        self.gap = self.loss_hybrid - self.loss_twin
+        self.n_scored += len(p_hybrid)
+
+    def mix(self, P_hybrid: np.ndarray, P_twin: np.ndarray) -> np.ndarray:
+        """The mixture's `p(y | x)` of rows predicted by both experts."""
+        w = self.weight
+        return w * P_hybrid + (1.0 - w) * P_twin
+
+
+def _weight(gap: float) -> float:
+    # 1 / (1 + e^gap) without overflow either way
+    if gap > 0.0:
+        e = math.exp(-gap)
+        return e / (1.0 + e)
+    return 1.0 / (1.0 + math.exp(gap))
+
+
+def _weights(gaps: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(gaps))
+    return np.where(gaps > 0.0, e / (1.0 + e), 1.0 / (1.0 + e))
+
+
+# ---------------------------------------------------------------------------------- the twin
+
+
+def make_twin(model):
+    """`model`'s discriminative twin: the same class, settings and seed (so the same initial
+    weights), with `learn_unlabeled=False` and no twin of its own."""
+    return model.clone({"learn_unlabeled": False, "safe_unlabeled": False})
+
+
+def true_class_proba(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Each row's probability of its class `codes` (int64 class indices)."""
+    return P[np.arange(len(codes)), codes]
