@@ -269,11 +269,19 @@ def _task(args):
     stream, ratio, model, seed, instances, mnist = args
     rows = load_stream(stream, seed, instances, mnist)
     out = dict(stream=stream, label_ratio=ratio, model=model, seed=seed, instances=len(rows),
-               accuracy=float("nan"), skipped=skip_reason(model, ratio, rows))
+               accuracy=float("nan"), skipped=skip_reason(model, ratio, rows),
+               unlabeled_trust=float("nan"))
     if not out["skipped"]:
         learner, unlabeled = make_learner(model, seed, rows)
         out["accuracy"] = run_one(rows, learner, unlabeled, ratio, seed)
+        out["unlabeled_trust"] = _unlabeled_trust(learner)
     return out
+
+
+def _unlabeled_trust(learner) -> float:
+    """Our model's `unlabeled_trust` at the end of the run (NaN for a peer)."""
+    model = learner[-1] if hasattr(learner, "steps") else learner
+    return float(getattr(model, "unlabeled_trust", float("nan")))
 
 
 def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist=None,
@@ -350,6 +358,42 @@ def mean_and_error(runs):
     """Mean and standard error over seeds of each (model, stream, label ratio)."""
     g = runs.groupby(["model", "stream", "label_ratio"])["accuracy"]
     return g.mean().dropna(), g.sem().fillna(0.0)
+
+
+def worth_markdown(runs) -> str:
+    """What unlabeled rows are worth: each of our models' accuracy minus its labeled-only
+    ablation's, seed by seed (the same rows and label mask), as the mean and the range over
+    seeds, with the model's `unlabeled_trust` at the end (mean over seeds); a row per model
+    and label ratio, a column per stream. Empty when no ablation ran."""
+    suffix = registry.ABLATION_SUFFIX
+    runs = runs.dropna(subset=["accuracy"])
+    if "unlabeled_trust" not in runs:
+        runs = runs.assign(unlabeled_trust=float("nan"))
+    pairs = [m for m in dict.fromkeys(runs["model"]) if m + suffix in set(runs["model"])]
+    if not pairs:
+        return ""
+    key = ["stream", "label_ratio", "seed"]
+    stream_names = list(dict.fromkeys(runs["stream"]))
+    lines = ["| model | labels | " + " | ".join(stream_names) + " |",
+             "|---|---:|" + "---:|" * len(stream_names)]
+    for m in pairs:
+        ours = runs[runs["model"] == m].set_index(key)
+        ablation = runs[runs["model"] == m + suffix].set_index(key)["accuracy"]
+        cell = ["stream", "label_ratio"]
+        gain = (ours["accuracy"] - ablation).dropna().groupby(level=cell).agg(
+            ["mean", "min", "max"])
+        trust = ours["unlabeled_trust"].groupby(level=cell).mean()
+        for r in sorted(set(runs["label_ratio"]), reverse=True):
+            cells = []
+            for s in stream_names:
+                if (s, r) not in gain.index:
+                    cells.append("")
+                    continue
+                g, t = gain.loc[(s, r)], trust[(s, r)]
+                cells.append(f"{g['mean']:+.3f} ({g['min']:+.3f}, {g['max']:+.3f})"
+                             + ("" if np.isnan(t) else f", trust {t:.2f}"))
+            lines.append(f"| {m} | {r:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def plot(runs, path: Path) -> None:
@@ -462,6 +506,11 @@ def _run_and_write(args) -> None:
     runs = run(streams, ratios, models, list(range(first, first + seeds)), instances, args.mnist,
                args.jobs, progress=not args.quiet)
     table = table_markdown(runs)
+    worth = worth_markdown(runs)
+    if worth:
+        table += ("\nWhat unlabeled rows are worth: accuracy minus the labeled-only ablation's, "
+                  f"mean (range) over {seeds} seeds, and `unlabeled_trust` at the end.\n\n"
+                  + worth)
     text = ("Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
             f"standard error over {seeds} seeds ({first}-{first + seeds - 1}).\n\n" + table)
     out = check_writable(args.out)

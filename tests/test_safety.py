@@ -1,0 +1,157 @@
+"""Unlabeled rows that never cost: the hybrid, its labeled-only twin and their mixture
+(`river_dhbm.safety`)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from river import utils
+
+from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP
+from river_dhbm.safety import FLOOR, AggregatingMixture
+
+MODELS = [
+    (DHBM, {"hidden_sizes": (8,)}),
+    (DHBM, {"hidden_sizes": (8,), "estimator": "sap"}),
+    (DHDA, {"hidden_sizes": (8,)}),
+    (SBEN, {"hidden_sizes": (8, 8)}),
+    (HSDA, {"hidden_sizes": (8, 8)}),
+    (PseudoLabelMLP, {"hidden_sizes": (8,)}),
+]
+
+
+def _ids(params):
+    cls, kwargs = params
+    return cls.__name__ + ("-" + kwargs["estimator"] if "estimator" in kwargs else "")
+
+
+def _linear_stream(n, d=5, ratio=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    y = (X[:, 0] + X[:, 1] > 1.0).astype(np.int64)
+    return X, y, rng.random(n) < ratio
+
+
+def _prequential(model, X, y, labeled):
+    """Accuracy of `test_then_train_arrays` over the whole stream."""
+    predicted = model.test_then_train_arrays(X, y, labeled)
+    classes = np.array(model.classes_)
+    return float(np.mean(np.where(predicted >= 0, classes[np.maximum(predicted, 0)], -1) == y))
+
+
+# ---------------------------------------------------------------------------------- the mixture
+
+
+def test_mixture_loss_is_the_bayes_mixture_within_ln2_of_the_better_expert():
+    rng = np.random.default_rng(1)
+    p_h, p_t = rng.random(500) ** 3, rng.random(500)  # the twin better on average
+    p_h[:7] = 0.0  # below the floor
+    mixture = AggregatingMixture()
+    for chunk in np.array_split(np.arange(500), 37):  # in chunks: the order alone matters
+        mixture.score(p_h[chunk], p_t[chunk])
+    L_h = -np.log(np.maximum(p_h, FLOOR)).sum()
+    L_t = -np.log(np.maximum(p_t, FLOOR)).sum()
+    assert mixture.loss_hybrid == pytest.approx(L_h) and mixture.loss_twin == pytest.approx(L_t)
+    bayes = -np.logaddexp(-L_h, -L_t) + math.log(2.0)
+    assert mixture.loss_mixture == pytest.approx(bayes, rel=1e-9)
+    assert mixture.loss_mixture <= min(L_h, L_t) + math.log(2.0) + 1e-9
+    assert mixture.n_scored == 500
+    assert mixture.weight == pytest.approx(1.0 / (1.0 + math.exp(L_h - L_t)), abs=1e-12)
+
+
+def test_mixture_weight_saturates_without_overflow():
+    mixture = AggregatingMixture()
+    assert mixture.weight == 0.5
+    mixture.score(np.full(1000, FLOOR), np.ones(1000))  # the hybrid 13,800 nats behind
+    assert mixture.weight == 0.0
+    mixture.score(np.ones(3000), np.full(3000, FLOOR))
+    assert mixture.weight == 1.0
+    assert np.isfinite(mixture.loss_mixture)
+
+
+# ---------------------------------------------------------------------------------- the twin
+
+
+@pytest.mark.parametrize("params", MODELS, ids=_ids)
+def test_twin_is_the_labeled_only_ablation(params):
+    cls, kwargs = params
+    X, y, labeled = _linear_stream(1200)
+    labeled[:45] = False  # updates before the first label, too
+    model, ablation = cls(seed=1, **kwargs), cls(seed=1, learn_unlabeled=False, **kwargs)
+    model.learn_arrays(X, y, labeled)
+    ablation.learn_arrays(X, y, labeled)
+    assert ablation._twin is None and ablation.unlabeled_trust == 1.0
+    np.testing.assert_allclose(
+        model._twin.predict_proba_arrays(X[:300]), ablation.predict_proba_arrays(X[:300]),
+        atol=1e-12)
+    assert model._mixture.n_scored == labeled.sum()
+
+
+@pytest.mark.parametrize("cls", [DHBM, DHDA, SBEN, HSDA, PseudoLabelMLP])
+def test_paper_settings_and_the_ablation_have_no_twin(cls):
+    X, y, labeled = _linear_stream(100)
+    for model in (cls.paper(), cls(learn_unlabeled=False), cls(safe_unlabeled=False)):
+        model.learn_arrays(X, y, labeled)
+        assert model._twin is None and model.unlabeled_trust == 1.0
+    assert cls.paper().safe_unlabeled is False and cls().safe_unlabeled is True
+
+
+def test_safe_unlabeled_is_checked():
+    with pytest.raises(ValueError, match="safe_unlabeled"):
+        DHBM(safe_unlabeled="yes")
+
+
+# ---------------------------------------------------------------------------------- predictions
+
+
+def _mixed_model(seed=3):
+    """A DHBM whose mixture weighs both experts (neither weight rounds to 0 or 1)."""
+    X, y, labeled = _linear_stream(600, seed=seed)
+    model = DHBM(hidden_sizes=(8,), seed=seed)
+    model.learn_arrays(X, y, labeled)
+    assert 0.0 < model.unlabeled_trust < 1.0
+    return model, X
+
+
+def test_every_path_predicts_the_mixture():
+    model, X = _mixed_model()
+    w = model.unlabeled_trust
+    expected = w * model._proba(X[:40]) + (1 - w) * model._twin._proba(X[:40])
+    np.testing.assert_allclose(model.predict_proba_arrays(X[:40]), expected, atol=1e-12)
+    frame = __import__("pandas").DataFrame(X[:40], columns=range(X.shape[1]))
+    np.testing.assert_allclose(model.predict_proba_many(frame).to_numpy(), expected, atol=1e-12)
+    for row, p in zip(X[:40], expected):
+        x = dict(enumerate(row))
+        proba = model.predict_proba_one(x)
+        np.testing.assert_allclose([proba[c] for c in model.classes_], p, atol=1e-12)
+        assert model.predict_one(x) == model.classes_[int(np.argmax(p))]
+
+
+def test_test_then_train_predicts_the_mixture_block_by_block():
+    X, y, labeled = _linear_stream(1000, seed=4)
+    fused, stepwise = DHBM(hidden_sizes=(8,), seed=2), DHBM(hidden_sizes=(8,), seed=2)
+    fused.learn_arrays(X[:200], y[:200], labeled[:200])
+    stepwise.learn_arrays(X[:200], y[:200], labeled[:200])
+    predicted = fused.test_then_train_arrays(X[200:], y[200:], labeled[200:])
+    for start in range(200, 1000, 20):
+        block = slice(start, start + 20)
+        expected = stepwise.predict_proba_arrays(X[block]).argmax(axis=1)
+        np.testing.assert_array_equal(predicted[start - 200 : start - 180], expected)
+        stepwise.learn_arrays(X[block], y[block], labeled[block])
+    assert fused.unlabeled_trust == pytest.approx(stepwise.unlabeled_trust, abs=1e-12)
+    assert fused._mixture.n_scored == stepwise._mixture.n_scored == labeled.sum()
+
+
+def test_pickling_and_cloning_keep_the_twin():
+    model, X = _mixed_model()
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.unlabeled_trust == model.unlabeled_trust
+    np.testing.assert_array_equal(restored.predict_proba_arrays(X[:50]),
+                                  model.predict_proba_arrays(X[:50]))
+    fresh = utils.clone(model) if hasattr(utils, "clone") else model.clone()
+    assert fresh._twin is None and fresh.unlabeled_trust == 1.0  # nothing seen yet
+    fresh.learn_arrays(X[:40], np.zeros(40, dtype=np.int64))
+    assert fresh._twin is not None and fresh._twin.safe_unlabeled is False
