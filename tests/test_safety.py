@@ -59,7 +59,7 @@ def test_mixture_loss_is_the_bayes_mixture_within_ln2_of_the_better_expert():
     assert mixture.loss_mixture == pytest.approx(bayes, rel=1e-9)
     assert mixture.loss_mixture <= min(L_h, L_t) + math.log(2.0) + 1e-9
     assert mixture.n_scored == 500
-    assert mixture.weight == pytest.approx(1.0 / (1.0 + math.exp(L_h - L_t)), abs=1e-12)
+    assert mixture.weight == pytest.approx(0.5 - 0.5 * math.tanh((L_h - L_t) / 2), abs=1e-12)
 
 
 def test_mixture_weight_saturates_without_overflow():
@@ -155,3 +155,64 @@ def test_pickling_and_cloning_keep_the_twin():
     assert fresh._twin is None and fresh.unlabeled_trust == 1.0  # nothing seen yet
     fresh.learn_arrays(X[:40], np.zeros(40, dtype=np.int64))
     assert fresh._twin is not None and fresh._twin.safe_unlabeled is False
+
+
+# ---------------------------------------------------------------------------------- planted streams
+
+
+def _clusters(n, seed, d, k, sd, across):
+    """Gaussian clusters in [0, 1]^d; the class is the cluster (`across=False`) or the side of a
+    random hyperplane through the data's median, which cuts across the clusters."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.2, 0.8, (k, d))
+    c = rng.integers(0, k, n)
+    X = np.clip(centres[c] + rng.normal(0.0, sd, (n, d)), 0.0, 1.0)
+    if not across:
+        return X, c.astype(np.int64)
+    s = X @ rng.normal(size=d)
+    return X, (s > np.median(s)).astype(np.int64)
+
+
+def _three_ways(X, y, labeled, seed, **settings):
+    """Prequential accuracy of the hybrid alone, the labeled-only ablation and the default
+    (the mixture), and the default model."""
+    alone = _prequential(DHBM(seed=seed, safe_unlabeled=False, **settings), X, y, labeled)
+    ablation = _prequential(DHBM(seed=seed, learn_unlabeled=False, **settings), X, y, labeled)
+    model = DHBM(seed=seed, **settings)
+    return alone, ablation, _prequential(model, X, y, labeled), model
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_unlabeled_rows_that_mislead_cost_nothing(seed):
+    # clusters across the classes, and a hybrid that trusts its own guesses on them (every
+    # unlabeled row a hard proxy label, weighted 30): alone it falls far below its ablation
+    X, y = _clusters(4000, seed, d=10, k=8, sd=0.04, across=True)
+    labeled = np.random.default_rng(seed + 100).random(len(y)) < 0.05
+    alone, ablation, default, model = _three_ways(
+        X, y, labeled, seed, beta=30.0, confidence=0.5, pseudo_label="hard")
+    assert alone < ablation - 0.1  # the stream misleads
+    assert default >= ablation - 0.005
+    assert model.unlabeled_trust < 1e-6
+    mixture = model._mixture
+    assert mixture.n_scored == labeled.sum()
+    assert mixture.loss_mixture <= min(mixture.loss_hybrid, mixture.loss_twin) + math.log(2.0)
+    bayes = math.log(2.0) - np.logaddexp(-mixture.loss_hybrid, -mixture.loss_twin)
+    assert mixture.loss_mixture == pytest.approx(bayes, rel=1e-9)
+
+
+def test_unlabeled_rows_that_help_are_trusted():
+    # noisy clusters, one per class, in 50 dimensions, 1 % labels: the unlabeled rows pay
+    X, y = _clusters(6000, 2, d=50, k=5, sd=0.3, across=False)
+    labeled = np.random.default_rng(52).random(len(y)) < 0.01
+    alone, ablation, default, model = _three_ways(X, y, labeled, 2)
+    assert alone > ablation + 0.05
+    assert model.unlabeled_trust > 0.99
+    assert default > ablation + 0.03  # the mixture follows the hybrid (after a mixed start)
+
+
+def test_permuted_labels_stay_at_chance():
+    X, y, labeled = _linear_stream(4000, ratio=0.1, seed=5)
+    permuted = np.random.default_rng(6).permutation(y)
+    accuracy = _prequential(DHBM(hidden_sizes=(16,), seed=1), X, permuted, labeled)
+    assert abs(accuracy - 0.5) < 0.03
+    assert _prequential(DHBM(hidden_sizes=(16,), seed=1), X, y, labeled) > 0.85  # it learns
