@@ -365,20 +365,21 @@ def worth_markdown(runs) -> str:
     ablation's, seed by seed (the same rows and label mask), as the mean and the range over
     seeds, with the model's `unlabeled_trust` at the end (mean over seeds); a row per model
     and label ratio, a column per stream. Empty when no ablation ran."""
-    suffix = registry.ABLATION_SUFFIX
     runs = runs.dropna(subset=["accuracy"])
     if "unlabeled_trust" not in runs:
         runs = runs.assign(unlabeled_trust=float("nan"))
-    pairs = [m for m in dict.fromkeys(runs["model"]) if m + suffix in set(runs["model"])]
+    names = set(runs["model"])
+    pairs = {m: _ablation_of(m) for m in dict.fromkeys(runs["model"])
+             if _ablation_of(m) in names and _ablation_of(m) != m}
     if not pairs:
         return ""
     key = ["stream", "label_ratio", "seed"]
     stream_names = list(dict.fromkeys(runs["stream"]))
     lines = ["| model | labels | " + " | ".join(stream_names) + " |",
              "|---|---:|" + "---:|" * len(stream_names)]
-    for m in pairs:
+    for m, a in pairs.items():
         ours = runs[runs["model"] == m].set_index(key)
-        ablation = runs[runs["model"] == m + suffix].set_index(key)["accuracy"]
+        ablation = runs[runs["model"] == a].set_index(key)["accuracy"]
         cell = ["stream", "label_ratio"]
         gain = (ours["accuracy"] - ablation).dropna().groupby(level=cell).agg(
             ["mean", "min", "max"])
@@ -394,6 +395,19 @@ def worth_markdown(runs) -> str:
                              + ("" if np.isnan(t) else f", trust {t:.2f}"))
             lines.append(f"| {m} | {r:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _ablation_of(name: str) -> str:
+    """The labeled-only ablation of our model `name` (`dhbm-mf:steps=4` ->
+    `dhbm-mf/labeled-only:steps=4`); `safe_unlabeled` is dropped, since the ablation has no
+    twin either way."""
+    suffix = registry.ABLATION_SUFFIX
+    base_name, colon, settings = name.partition(":")
+    if base_name.endswith(suffix) or base_name in PEERS or name.startswith(registry.MOA_PREFIX):
+        return name
+    kept = [item for item in settings.split(";") if item and item.partition("=")[0].strip()
+            != "safe_unlabeled"]
+    return base_name + suffix + (":" + ";".join(kept) if kept else "")
 
 
 def plot(runs, path: Path) -> None:
