@@ -87,6 +87,7 @@ class HybridClassifier(base.MiniBatchClassifier):
     _PAPER_SETTINGS: dict = {}
     _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
     _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
+    _staged_experts = None  # (`_staged`, the hybrid's and the twin's `p(y | x)` of it)
     _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
     # the discriminative twin and the mixture's weight (`safety`), made with the features; models
     # pickled before them have neither and predict with the network alone
@@ -183,6 +184,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         # slots of the buffer it was packed into are not part of the model
         state = {k: v for k, v in self.__dict__.items() if k not in self._SCRATCH}
         state.pop("_staged", None)
+        state.pop("_staged_experts", None)
         if self._X_buf is not None:
             state["_X_buf"] = self._X_buf.copy()
             state["_X_buf"][self._n_buf :] = 0.0
@@ -295,6 +297,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         """`_push` of one row (`y` None when unlabeled); `row` is an array `[d]`, the list of
         validated plain values from `_plain_values`, packed straight into the buffer, or None
         when the row is the staged one, already in the buffer's next slot."""
+        experts = self._staged_experts
+        if row is not None or experts is None or experts[0] is not self._staged:
+            experts = None  # not the row the experts predicted last
         self._staged = None
         start = self._n_buf
         if row is None:
@@ -307,9 +312,13 @@ class HybridClassifier(base.MiniBatchClassifier):
         if y is None:
             self._y_buf[start] = -1
         else:
-            self._y_buf[start] = self._class_of(y)
+            k = self._y_buf[start] = self._class_of(y)
             self._n_buf_labeled += 1
-            if self._twin is not None:
+            if self._twin is None:
+                pass
+            elif experts is not None and k < len(experts[1]):  # as predicted: no second pass
+                self._mixture.score(np.array([experts[1][k]]), np.array([experts[2][k]]))
+            else:
                 self._score(self._X_buf[start : start + 1], self._y_buf[start : start + 1])
         self._n_buf = start + 1
         if self._n_buf == self.batch_size:
@@ -566,8 +575,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         if mixture is None or mixture.weight == 1.0:
             return self._proba_row(row)
         w = mixture.weight
-        return [w * p + (1.0 - w) * q
-                for p, q in zip(self._proba_row(row), self._twin._proba_row(row))]
+        hybrid, twin = self._proba_row(row), self._twin._proba_row(row)
+        if row.base is self._X_buf:  # the staged dict: `learn_one` of it scores with these
+            self._staged_experts = (self._staged, hybrid, twin)
+        return [w * p + (1.0 - w) * q for p, q in zip(hybrid, twin)]
 
     def _predictive_row(self, row: np.ndarray) -> int:
         mixture = self._mixture

@@ -137,6 +137,9 @@ class DHBM(HybridClassifier):
         Updates done so far.
     n_labeled_seen
         Labeled instances learnt so far.
+    unlabeled_trust
+        The network's weight against its labeled-only twin in the prediction
+        (`safe_unlabeled`; 1.0 without a twin).
 
     Examples
     --------
@@ -166,6 +169,13 @@ class DHBM(HybridClassifier):
     -----
     The prediction is the network's own: one recognition pass and the joint predictor. A
     `DHBM` learning labels permuted over the rows stays at chance (`tests/test_dhbm.py`).
+    By default (`safe_unlabeled`) it is mixed with that of a twin network, the same model
+    with `learn_unlabeled=False` learning the same labeled rows (`river_dhbm.safety`), each
+    weighted by its log loss on the labeled rows so far: Vovk's aggregating algorithm, whose
+    cumulative log loss is never more than `ln 2` above the better of the two, so unlabeled
+    rows that mislead the network cost almost nothing. The twin is exactly the ablation
+    (to rounding, without dropout) and learns only the labeled and replayed rows; it makes
+    a default model about 1.7 to 2 times as slow (docs/benchmarks.md).
 
     Defaults, chosen on the development suite (`python -m evaluation suite`: MOA's LED and
     Waveform, scikit-learn's digits, MNIST as a stream, River's Phishing, Bananas and SEA;
@@ -226,8 +236,9 @@ class DHBM(HybridClassifier):
       whose prediction reaches 0.9 is learnt as a labeled row of its predicted class.
     - Where unlabeled rows carry nothing: on a noisy hyperplane at 10 % labels they cost
       nothing (gains 0.000 to +0.003, `tests/test_unlabeled_gain.py`); at 1 % they cost
-      0.012 on average over three seeds (+0.008, -0.032, -0.013). The model has no way yet
-      to tell such a stream and turn its unlabeled learning down: a known gap.
+      0.012 on average over three seeds (+0.008, -0.032, -0.013) when the network predicts
+      alone (`safe_unlabeled=False`); the mixture with the labeled-only twin bounds what
+      they can cost (docs/results.md, "Unlabeled rows that never cost").
     - Depth: Adam's step is `learning_rate / len(hidden_sizes)`. Adam moves every weight by
       about its step whatever the gradient, so an L-layer stack's output moves about L
       times as far per update as one layer's. SGD (the paper's optimiser) keeps its step.

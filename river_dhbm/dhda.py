@@ -146,7 +146,8 @@ class DHDA(HybridClassifier):
     Notes
     -----
     The prediction is the network's own: one recognition pass and the joint predictor; with
-    labels permuted over the rows the model stays at chance (`tests/test_dhda.py`).
+    labels permuted over the rows the model stays at chance (`tests/test_dhda.py`). By
+    default it is mixed with its labeled-only twin's (`safe_unlabeled`, see `DHBM`).
 
     Defaults, chosen on the development suite as for `DHBM` (docs/results.md): one hidden
     layer of 64 bounded rectifiers, Adam with step 0.003 (`optimizer`), `steps=8` gradient

@@ -216,3 +216,23 @@ def test_permuted_labels_stay_at_chance():
     accuracy = _prequential(DHBM(hidden_sizes=(16,), seed=1), X, permuted, labeled)
     assert abs(accuracy - 0.5) < 0.03
     assert _prequential(DHBM(hidden_sizes=(16,), seed=1), X, y, labeled) > 0.85  # it learns
+
+
+def test_river_loop_scores_each_labeled_row_once_as_predicted():
+    # `learn_one` of the dict just predicted reuses the experts' predictions; any other dict
+    # (another one predicted in between, one never predicted) is scored afresh: same sums
+    X, y, labeled = _linear_stream(400, seed=7)
+    loop, arrays = DHBM(hidden_sizes=(8,), seed=4), DHBM(hidden_sizes=(8,), seed=4)
+    for i, (row, label, keep) in enumerate(zip(X, y, labeled)):
+        x = dict(enumerate(row.tolist()))
+        if i % 3:
+            loop.predict_proba_one(x)
+        if i % 7 == 0:
+            loop.predict_one(dict(enumerate((1.0 - row).tolist())))  # another row in between
+        loop.learn_one(x, int(label) if keep else None)
+    arrays.learn_arrays(X, y, labeled)
+    for a, b in ((loop._mixture, arrays._mixture),):
+        assert a.n_scored == b.n_scored == labeled.sum()
+        assert a.loss_hybrid == pytest.approx(b.loss_hybrid, rel=1e-12)
+        assert a.loss_twin == pytest.approx(b.loss_twin, rel=1e-12)
+        assert a.loss_mixture == pytest.approx(b.loss_mixture, rel=1e-12)
