@@ -101,7 +101,7 @@ class SBEN(DHBM):
 
     >>> result = prequential(dataset, SBEN(seed=1), 30_000, step=10_000)
     >>> result.faded_error.round(3)
-    array([0.302, 0.324, 0.304])
+    array([0.302, 0.326, 0.316])
 
     Notes
     -----
