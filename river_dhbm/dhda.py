@@ -141,7 +141,7 @@ class DHDA(HybridClassifier):
 
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 56.91%
+    Accuracy: 58.53%
 
     Notes
     -----
