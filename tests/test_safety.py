@@ -186,11 +186,11 @@ def _three_ways(X, y, labeled, seed, **settings):
 def test_unlabeled_rows_that_mislead_cost_nothing(seed):
     # clusters across the classes, and a hybrid that trusts its own guesses on them (every
     # unlabeled row a hard proxy label, weighted 30): alone it falls far below its ablation
-    X, y = _clusters(4000, seed, d=10, k=8, sd=0.04, across=True)
+    X, y = _clusters(8000, seed, d=10, k=8, sd=0.04, across=True)
     labeled = np.random.default_rng(seed + 100).random(len(y)) < 0.05
     alone, ablation, default, model = _three_ways(
         X, y, labeled, seed, beta=30.0, confidence=0.5, pseudo_label="hard")
-    assert alone < ablation - 0.1  # the stream misleads
+    assert alone < ablation - 0.05  # the stream misleads
     assert default >= ablation - 0.005
     assert model.unlabeled_trust < 1e-6
     mixture = model._mixture
@@ -201,9 +201,9 @@ def test_unlabeled_rows_that_mislead_cost_nothing(seed):
 
 
 def test_unlabeled_rows_that_help_are_trusted():
-    # noisy clusters, one per class, in 50 dimensions, 1 % labels: the unlabeled rows pay
+    # noisy clusters, one per class, in 50 dimensions, 0.5 % labels: the unlabeled rows pay
     X, y = _clusters(6000, 2, d=50, k=5, sd=0.3, across=False)
-    labeled = np.random.default_rng(52).random(len(y)) < 0.01
+    labeled = np.random.default_rng(52).random(len(y)) < 0.005
     alone, ablation, default, model = _three_ways(X, y, labeled, 2)
     assert alone > ablation + 0.05
     assert model.unlabeled_trust > 0.99
