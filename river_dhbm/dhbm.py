@@ -175,7 +175,7 @@ class DHBM(HybridClassifier):
     cumulative log loss is never more than `ln 2` above the better of the two, so unlabeled
     rows that mislead the network cost almost nothing. The twin is exactly the ablation
     (to rounding, without dropout) and learns only the labeled and replayed rows; it makes
-    a default model about 1.7 to 2 times as slow (docs/benchmarks.md).
+    a default model about 1.8 times as slow (docs/benchmarks.md).
 
     Defaults, chosen on the development suite (`python -m evaluation suite`: MOA's LED and
     Waveform, scikit-learn's digits, MNIST as a stream, River's Phishing, Bananas and SEA;
