@@ -195,7 +195,7 @@ class SBEN(DHBM):
         theta = np.zeros(self._boff[-1])
         for b in range(L):  # each block as a one-layer DHBM (`network.init_weights`)
             block = theta[self._boff[b] : self._boff[b + 1]]
-            first = network.first_layer_init(self.init)
+            first = network.first_layer_init(self.init, L)  # as gentle as the stack is deep
             network.init_weights(block, self._offs[b], self._bsizes[b], self._rng, **first)
         self._theta = theta
         self._adam_steps = 0
