@@ -20,6 +20,9 @@ arrays:
 Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
 its whole input before it changes any state, so a rejected call leaves the model as it was.
 All three learning paths feed the same buffer, so they yield the same model.
+
+Long because every entry point a user calls (learning, predicting, the buffer between them and
+the drift detector's hook) lives in this one class, read from top to bottom.
 """
 
 from __future__ import annotations
