@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import registry
+from . import registry, tracks
 from .arguments import floats, names, positive_int
 from .workers import counting, process_pool
 
@@ -105,8 +105,6 @@ DEFAULT_MODELS = [
     "river:forest.ARFClassifier", "river:tree.HoeffdingAdaptiveTreeClassifier",
     "river:tree.HoeffdingTreeClassifier", "river:linear_model.LogisticRegression",
 ]
-#: River learners that learn from standardised features (as in River's benchmarks).
-STANDARDISED = ("river:linear_model.", "river:neighbors.")
 
 
 def scenario(name: str, seed: int, n_rows: int = N_ROWS, change_at: int = CHANGE_AT):
@@ -145,39 +143,20 @@ class Run:
     window: int = WINDOW
 
 
-def _ours(model: str) -> bool:
-    return registry.split_ablation(model)[0] in registry.MODELS
-
-
-def make_model(name: str, seed: int, label_ratio: float):
-    """`name` as a user would run it: ours behind a `MinMaxScaler`, River's seeded, behind a
-    `StandardScaler` where River's benchmarks put one, and learning the labeled rows only."""
-    from river import preprocessing
-    from river.checks.utils import seed_params
-
-    import streams
-
-    model = registry.make_model(name, 1, None, seed=seed, preset="default")
-    if _ours(name):
-        return preprocessing.MinMaxScaler() | model
-    model = model.clone(seed_params(model._get_params(), seed))
-    if name.startswith(STANDARDISED):
-        model = preprocessing.StandardScaler() | model
-    return model if label_ratio == 1.0 else streams.LabeledOnly(model)
-
-
 def run_one(r: Run) -> dict:
     """Test-then-train over the scenario's rows; the windows' accuracies and the rolling curve."""
     from evaluation.prequential import last_step
 
-    model = make_model(r.model, r.seed, r.label_ratio)
+    # each model in its usual pipeline, as on River's tracks (our models learn every row)
+    first_generator = SCENARIOS[r.scenario][1](r.seed)[0]
+    model = tracks.make_model(r.model, first_generator, r.seed, r.label_ratio)
     keep = np.random.default_rng([r.seed, 7919]).random(r.n_rows) < r.label_ratio
     correct = np.zeros(r.n_rows, dtype=bool)
     for i, (x, y) in enumerate(scenario(r.scenario, r.seed, r.n_rows, r.change_at)):
         correct[i] = model.predict_one(x) == y
         if keep[i]:
             model.learn_one(x, y)
-        elif _ours(r.model):
+        elif tracks.ours(r.model):
             model.learn_one(x)
     learner = last_step(model)
     drifts = learner.drift_rows if hasattr(learner, "drift_rows") else []
@@ -247,7 +226,7 @@ def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
 
         from .warmup import warm_up
 
-        firsts = {r.model: r for r in runs if _ours(r.model)}.values()
+        firsts = {r.model: r for r in runs if tracks.ours(r.model)}.values()
         warm_up((registry.make_model(r.model, 2, None, seed=1, preset="default"), 2)
                 for r in firsts)
         with process_pool(jobs, context=mp.get_context("forkserver")) as pool:
@@ -274,7 +253,7 @@ def table_markdown(frame, command_line: str) -> str:
                   "| scenario | model | before | just after | recovered | end | alarms |",
                   "|---|---|---:|---:|---:|---:|---|"]
         for (name, model), runs in block.groupby(["scenario", "model"], sort=False):
-            alarms = "; ".join(str(a) or "none" for a in runs.drift_rows) if _ours(model) else ""
+            alarms = "; ".join(str(a) or "none" for a in runs.drift_rows) if tracks.ours(model) else ""
             cells = " | ".join(f"{runs[c].mean():.3f}" for c in columns)
             lines.append(f"| {name} | `{model}` | {cells} | {alarms} |")
         lines.append("")

@@ -14,20 +14,38 @@ __all__ = ["atomic_write", "atomic_write_all", "check_writable", "figure_job", "
 SOURCE_PACKAGES = ("river_dhbm", "streams")
 
 
-def sources_hash() -> str:
-    """A short hash of the source files of `SOURCE_PACKAGES` (their paths and contents): what
-    a results file records as `sources`, so that a table can be told apart from one the code
-    of today would give (the docs' test flags a page that shows an older one unmarked)."""
+def sources_hash(root: Path | None = None) -> str:
+    """A short hash of the code of `SOURCE_PACKAGES` (under `root`, by default where they are
+    imported from): what a results file records as `sources`, so that a table can be told apart
+    from one the code of today would give (the docs' test flags a page that shows an older one
+    unmarked). The code is each file's syntax tree without its docstrings, and comments never
+    reach the tree: rewording the documentation does not change a result, so it does not make
+    the tables stale."""
     import hashlib
     import importlib
 
     digest = hashlib.sha256()
     for package in SOURCE_PACKAGES:
-        root = Path(importlib.import_module(package).__file__).parent
-        for path in sorted(root.rglob("*.py")):
-            digest.update(str(path.relative_to(root.parent)).encode())
-            digest.update(path.read_bytes())
+        base = (Path(importlib.import_module(package).__file__).parent if root is None
+                else Path(root) / package)
+        for path in sorted(base.rglob("*.py")):
+            digest.update(str(path.relative_to(base.parent)).encode())
+            digest.update(_code(path.read_text()).encode())
     return digest.hexdigest()[:16]
+
+
+def _code(source: str) -> str:
+    """`source`'s syntax tree, docstrings removed, as text."""
+    import ast
+
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 def _tmp_name(path: Path) -> Path:

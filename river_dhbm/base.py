@@ -20,6 +20,9 @@ arrays:
 Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
 its whole input before it changes any state, so a rejected call leaves the model as it was.
 All three learning paths feed the same buffer, so they yield the same model.
+
+Long because every entry point a user calls (learning, predicting, the buffer between them and
+the drift detector's hook) lives in this one class, read from top to bottom.
 """
 
 from __future__ import annotations
@@ -111,8 +114,11 @@ class HybridClassifier(base.MiniBatchClassifier):
         4`); without it the model keeps its class's default `hidden_sizes`, which the paper
         does not fix.
         """
+        from river.drift import NoDrift  # a second and pandas: only for the paper's settings
+
         complete = {} if n_features is None else {"hidden_sizes": (int(n_features),) * 4}
-        return cls(**{**cls._PAPER_SETTINGS, **complete, **overrides})
+        paper = {**cls._PAPER_SETTINGS, "drift_detector": NoDrift()}  # the paper watches nothing
+        return cls(**{**paper, **complete, **overrides})
 
     def _check_common_params(self) -> None:
         _check_int("batch_size", self.batch_size, 1)

@@ -15,9 +15,10 @@ falls, which is the model learning, not the stream changing.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from river import base as river_base
-from river import drift
 
 __all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "labeled_errors",
            "restart"]
@@ -41,6 +42,18 @@ def check_detector(detector) -> None:
         )
 
 
+#: The default ADWIN is made once this many labeled errors have come: importing `river.drift`
+#: takes a second and brings pandas, which a model's first use should not wait for, and ADWIN
+#: looks for a change only every `clock` (32) values, so it misses nothing.
+FIRST_ERRORS = 32
+
+
+def _no_drift(detector) -> bool:
+    """Whether `detector` is River's `NoDrift` (whose module is loaded if the user made one)."""
+    module = sys.modules.get("river.drift")
+    return detector is not None and module is not None and isinstance(detector, module.NoDrift)
+
+
 class ChangeWatch:
     """A fresh copy of `detector` (ADWIN when None) fed with the labeled rows' 0/1 errors.
 
@@ -49,15 +62,23 @@ class ChangeWatch:
     """
 
     def __init__(self, detector):
-        self.detector = (drift.ADWIN(delta=DEFAULT_DELTA) if detector is None
-                         else detector.clone())
-        self.active = not isinstance(self.detector, drift.NoDrift)
+        self.detector = None if detector is None else detector.clone()
+        self.active = not _no_drift(detector)
         self.alarms: list[int] = []
         self.pending = False  # an alarm whose restart waits for the next check
+        self._first: list = []  # errors seen before the default ADWIN is made
 
     def rose(self, errors, row: int) -> bool:
         """Feed `errors` (bools, in row order) and say whether the error rose on any of them;
         `row` is the count of rows learnt at the end of their mini-batch."""
+        if self.detector is None:
+            self._first.extend(errors)
+            if len(self._first) < FIRST_ERRORS:
+                return False
+            from river.drift import ADWIN
+
+            self.detector = ADWIN(delta=DEFAULT_DELTA, clock=FIRST_ERRORS)
+            errors, self._first = self._first, []
         detector = self.detector
         rose = False
         for error in errors:

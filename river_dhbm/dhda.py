@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from river import base, drift
+from river import base
 
 from river_dhbm import scarce_labels
 
@@ -85,11 +85,10 @@ class DHDA(HybridClassifier):
         `"adam"` (Kingma & Ba, 2015) or `"sgd"` (the paper's plain gradient steps); with
         `slow_upper_layers` the layers above the first take `UPPER_STEP` of either step.
     init
-        Initial weights of the first layer: `"centred"` (drawn so that each unit's
-        pre-activation spreads `network.CENTRED_SPREAD` over the input box [0, 1]^D whatever
-        D, each unit's bias putting its hyperplane through a random point of the box, see the
-        Notes) or `"glorot"` (Glorot's bound, biases 0: the paper-era default, used by
-        `paper()`).
+        Initial weights of the first layer: `"centred"` (Glorot's uniform bound times
+        `network.centred_scale(depth)`, 3 for one layer, each unit's bias putting its
+        hyperplane through a random point of the input box [0, 1]^D, see the Notes) or
+        `"glorot"` (Glorot's bound, biases 0: the paper-era default, used by `paper()`).
     learn_unlabeled
         `False`: the unlabeled rows' reconstruction and proxy labels are off, all else is
         unchanged (the ablation; see `DHBM`).
@@ -141,7 +140,7 @@ class DHDA(HybridClassifier):
 
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 58.53%
+    Accuracy: 57.15%
 
     Notes
     -----
@@ -219,10 +218,8 @@ class DHDA(HybridClassifier):
       `scarce_labels.generative_share`; a rise of the labeled rows' error seen by
       `drift_detector` makes the model young again (`river_dhbm.change`).
     - `activation="relu"` is the rectifier bounded to [0, 1], `min(max(z, 0), 1)` (slope 1
-      in between; outside, where its slope is 0, the gradients take the surrogate slope
-      `network.CLIPPED_SLOPE` so that a unit clipped for every row can come back). With the
-      plain rectifier, four ReLU layers of 24 reached NaN within 4-8 updates on LED even at
-      `learning_rate=0.001`: each encoder sweep adds the
+      in between, 0 outside). With the plain rectifier, four ReLU layers of 24 reached NaN
+      within 4-8 updates on LED even at `learning_rate=0.001`: each encoder sweep adds the
       top-down input `mu^{l+1} W^{l+1}^T` to the bottom-up one, so the activities exceed the
       recognition guess (`max mu` 13-21 against `max v` 5-13 at the first update), the
       squared-error recognition targets and the reconstruction errors grow with the square
@@ -263,7 +260,6 @@ class DHDA(HybridClassifier):
         "confidence": None,
         "slow_upper_layers": False,
         "batch_size": 20,
-        "drift_detector": drift.NoDrift(),
     }
 
     _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
@@ -384,7 +380,7 @@ class DHDA(HybridClassifier):
         theta = np.zeros(self._off[-1, 2], self.dtype)
         upper = self.UPPER_INIT if self.slow_upper_layers else 1.0
         network.init_weights(theta, self._off, self._sizes, self._rng, upper,
-                             **network.first_layer_init(self.init))
+                             **network.first_layer_init(self.init, len(self.hidden_sizes)))
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0, self.dtype)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from river import base, drift
+from river import base
 
 from river_dhbm import scarce_labels
 
@@ -71,10 +71,10 @@ class HSDA(HybridClassifier):
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     init
-        Initial weights of every layer: `"centred"` (as `DHDA`'s first layer: each
-        unit's pre-activation spreading `network.CENTRED_SPREAD` over the layer's input box
-        [0, 1]^H, its hyperplane through a random point of the box) or `"glorot"` (Glorot's
-        bound, biases 0: the papers' and `paper()`'s).
+        Initial weights of every layer: `"centred"` (as `DHDA`'s first layer: Glorot's
+        bound times `network.centred_scale(depth)`, each unit's hyperplane through a random
+        point of the layer's input box [0, 1]^H) or `"glorot"` (Glorot's bound, biases 0: the
+        papers' and `paper()`'s).
     steps
         Gradient steps each update takes, each on the mini-batch and its own replayed rows
         (one kernel call either way; see `DHBM`).
@@ -126,7 +126,7 @@ class HSDA(HybridClassifier):
 
     >>> model = HSDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 56.75%
+    Accuracy: 55.64%
 
     Notes
     -----
@@ -250,7 +250,6 @@ class HSDA(HybridClassifier):
         "confidence": None,
         "weighted_layers": False,
         "batch_size": 20,
-        "drift_detector": drift.NoDrift(),
     }
 
     # models pickled before these settings existed go on learning as they did
@@ -377,7 +376,7 @@ class HSDA(HybridClassifier):
             o = self._bases[l] + self._offs[l, 0, network.COL_W]
             W = self._rng.uniform(-bound, bound, fan_in * fan_out)
             if centred:  # each layer's units cut its input box (`network.centred_biases`)
-                W *= network.centred_scale(fan_in, fan_out)
+                W *= network.centred_scale(len(self.hidden_sizes))
                 b = self._bases[l] + self._offs[l, 0, network.COL_B]
                 theta[b : b + fan_out] = network.centred_biases(W.reshape(fan_in, fan_out),
                                                                 self._rng)

@@ -68,7 +68,7 @@ class SoftmaxStandIn(HybridClassifier):
         self._W = np.hstack([self._W, np.zeros((len(self._W), 1))])
         self._b = np.append(self._b, 0.0)
 
-    def _update(self, X, y):
+    def _update(self, X, y, P=None):
         self.batches.append(y.copy())
         lab = y >= 0
         if lab.any():

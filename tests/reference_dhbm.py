@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_dhbm._kernels.network import CLIPPED_SLOPE, COL_B, COL_R, COL_RB, COL_U, COL_W
+from river_dhbm._kernels.network import COL_B, COL_R, COL_RB, COL_U, COL_W
 
 
 def unpack(theta, sizes, n_classes, off):
@@ -30,11 +30,10 @@ def unpack(theta, sizes, n_classes, off):
 
 
 def phi(z, kind):
-    """Kinds as in `river_dhbm._kernels.network`: 0 sigmoid, 1 ReLU, 2 ReLU bounded to [0, 1],
-    3 the same bounded ReLU learnt with the surrogate slope `CLIPPED_SLOPE` where clipped."""
+    """Kinds as in `river_dhbm._kernels.network`: 0 sigmoid, 1 ReLU, 2 ReLU bounded to [0, 1]."""
     if kind == 1:
         return np.maximum(z, 0.0)
-    if kind in (2, 3):
+    if kind == 2:
         return np.clip(z, 0.0, 1.0)
     return 1.0 / (1.0 + np.exp(-z))
 
@@ -44,8 +43,6 @@ def dphi(a, kind):
         return (a > 0).astype(float)
     if kind == 2:
         return ((a > 0) & (a < 1)).astype(float)
-    if kind == 3:
-        return np.where((a > 0) & (a < 1), 1.0, CLIPPED_SLOPE)
     return a * (1.0 - a)
 
 
@@ -204,7 +201,7 @@ def update(X, y, theta, sizes, n_classes, off, kind, estimator, mf_steps, lr, al
             p = phi(z, kind)
             if kind != 0:  # noisy ReLU, bounded at 1 for kind 2
                 s = np.maximum(z + np.sqrt(phi(z, 0)) * eps[l], 0.0)
-                if kind in (2, 3):
+                if kind == 2:
                     s = np.minimum(s, 1.0)
             else:
                 s = (eps[l] < p).astype(float)

@@ -178,7 +178,7 @@ def test_recognition_network_starts_as_a_copy_of_the_model_and_then_departs():
     for l, (W, R, b, r) in enumerate(zip(Pm["W"], Pm["R"], Pm["b"], Pm["r"])):
         np.testing.assert_array_equal(W, R)
         np.testing.assert_array_equal(b, r)
-        bound = np.sqrt(6.0 / sum(W.shape)) * (kernels.centred_scale(*W.shape) if l == 0 else 1.0)
+        bound = np.sqrt(6.0 / sum(W.shape)) * (kernels.centred_scale(2) if l == 0 else 1.0)
         assert np.abs(W).max() <= bound and np.abs(W).max() > 0.5 * bound
         if l > 0:
             np.testing.assert_array_equal(b, 0.0)

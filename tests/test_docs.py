@@ -97,3 +97,13 @@ def test_results_record_the_sources_they_ran_with(tmp_path):
     for path, write in result_jobs(tmp_path, "x", pd.DataFrame({"a": [1]}), "| a |", {"k": 1}):
         write(path)
     assert json.loads((tmp_path / "settings.json").read_text())["sources"] == sources_hash()
+
+
+def test_the_sources_hash_sees_code_not_documentation():
+    """A reworded docstring or comment leaves the recorded sources as they were (the tables
+    stay today's); a changed line of code does not."""
+    from evaluation.files import _code
+
+    base = 'def f(x):\n    """Twice x."""\n    return 2 * x  # doubled\n'
+    assert _code(base) == _code(base.replace("Twice x.", "Two times x.").replace("# doubled", ""))
+    assert _code(base) != _code(base.replace("2 * x", "3 * x"))

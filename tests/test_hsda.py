@@ -369,7 +369,7 @@ def test_centred_layers_cut_their_input_box():
         t = centred._theta[centred._bases[l] : centred._bases[l + 1]]
         W = from_python(kernels.matrix)(t, centred._offs[l], sizes, 0, kernels.COL_W)
         b = from_python(kernels.vector)(t, centred._offs[l], sizes, 0, kernels.COL_B)
-        scale = kernels.centred_scale(*sizes)
+        scale = kernels.centred_scale(2)  # two layers
         bound = scale * np.sqrt(6 / sizes.sum())
         assert np.abs(W).max() <= bound and np.abs(W).max() > 0.5 * bound
         # -b_j = point . W[:, j] for a point of the box: between the sums of W's negative and
@@ -381,4 +381,4 @@ def test_centred_layers_cut_their_input_box():
     np.testing.assert_array_equal(
         from_python(kernels.matrix)(
             centred._theta, centred._offs[0], centred._sizes[:2], 0, kernels.COL_W),
-        kernels.centred_scale(*glorot._sizes[:2]) * W0)
+        kernels.centred_scale(2) * W0)

@@ -312,7 +312,7 @@ def test_bad_input_is_rejected_before_any_state_changes(name):
 
 def test_initial_weights():
     """`init="glorot"`: Glorot-uniform hidden weights, everything else (biases, output layer)
-    0. `init="centred"`: the first layer's bound times `centred_scale`, and each first-layer
+    0. `init="centred"`: the first layer's bound times `INIT_SCALE`, and each first-layer
     unit's hyperplane through a point of the input box (its pre-activation changes sign
     inside [0, 1]^D)."""
     model = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, init="glorot", seed=0)
@@ -325,7 +325,7 @@ def test_initial_weights():
     centred = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, seed=0)
     centred.learn_one({i: 0.0 for i in range(10)})
     C0 = from_python(kernels.matrix)(centred._theta, centred._off, centred._sizes, 0, kernels.COL_W)
-    np.testing.assert_allclose(C0, kernels.centred_scale(10, 30) * W0)
+    np.testing.assert_allclose(C0, kernels.INIT_SCALE * W0)
     b = from_python(kernels.vector)(centred._theta, centred._off, centred._sizes, 0, kernels.COL_B)
     assert ((b + np.minimum(C0, 0).sum(axis=0)) <= 0).all()
     assert ((b + np.maximum(C0, 0).sum(axis=0)) >= 0).all()

@@ -54,7 +54,7 @@ def test_four_relu_layers_stay_finite(make):
 def test_hybrid_relu_is_bounded(model):
     m = model(hidden_sizes=(5,), activation="relu", seed=1)
     m.learn_one({0: 1.0, 1: 0.0})
-    assert m._kind == kernels.SURROGATE_RELU
+    assert m._kind == kernels.BOUNDED_RELU
 
 
 def test_bounded_relu_and_its_derivative():
@@ -64,18 +64,6 @@ def test_bounded_relu_and_its_derivative():
     assert [from_python(kernels.activate)(v, kernels.RELU) for v in z] == [0.0, 0.0, 0.3, 1.0, 7.0]
     a = [0.0, 0.3, 1.0]
     assert [from_python(kernels.derivative)(v, kernels.BOUNDED_RELU) for v in a] == [0.0, 1.0, 0.0]
-
-
-def test_the_hybrids_rectifier_learns_with_a_surrogate_slope_where_it_is_clipped():
-    """The same units as the bounded rectifier, but where they are clipped the gradient takes
-    `CLIPPED_SLOPE` in place of 0, so that a unit clipped for every row can come back."""
-    z = [-2.0, 0.0, 0.3, 1.0, 7.0]
-    activate, derivative = from_python(kernels.activate), from_python(kernels.derivative)
-    assert [activate(v, kernels.SURROGATE_RELU) for v in z] == [
-        activate(v, kernels.BOUNDED_RELU) for v in z]
-    slope = kernels.CLIPPED_SLOPE
-    assert 0.0 < slope < 1.0
-    assert [derivative(v, kernels.SURROGATE_RELU) for v in [0.0, 0.3, 1.0]] == [slope, 1.0, slope]
 
 
 def test_the_mlp_keeps_the_plain_rectifier():

@@ -15,7 +15,6 @@ from river_dhbm._kernels.gradients import mean_field_input
 from river_dhbm._kernels.network import (
     _JIT,
     BOUNDED_RELU,
-    SURROGATE_RELU,
     COL_B,
     COL_W,
     SIGMOID,
@@ -161,7 +160,7 @@ def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, 
                 if kind != SIGMOID:
                     s = z[r, j] + np.sqrt(sigmoid(z[r, j])) * eps[r, j]
                     s = s if s > 0.0 else 0.0
-                    if (kind == BOUNDED_RELU or kind == SURROGATE_RELU) and s > 1.0:
+                    if kind == BOUNDED_RELU and s > 1.0:
                         s = 1.0
                 else:
                     s = 1.0 if eps[r, j] < p else 0.0

@@ -5,7 +5,7 @@ Layouts follow `river_dhbm._kernels.network` (flat `theta`/`grad` with the `off`
 activities with `hcum`). Corruption masks arrive as arrays drawn by the model's generator:
 `kappa` holds, for each of the `mf_steps` sweeps, an input block `[n, D]` followed by a hidden
 block laid out like the activities (`n * hcum[L]`); an empty `kappa` means no corruption.
-`kind` and `dec_kind` are the unit kinds of `kernels` (the models pass `SURROGATE_RELU` for
+`kind` and `dec_kind` are the unit kinds of `kernels` (the models pass `BOUNDED_RELU` for
 "relu").
 """
 

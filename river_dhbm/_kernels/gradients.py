@@ -36,8 +36,7 @@ def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
     Loss per row `r`, weighted by `wrow[r]`: for sigmoid units the KL / cross-entropy of
     paper eq. 11 `-sum mu log v + (1 - mu) log(1 - v)`, whose gradient with respect to the
     pre-activation is `v - mu`; for ReLU units the squared error `(v - mu)^2 / 2`, gradient
-    `(v - mu) phi'(v)` (`network.derivative`: a bounded rectifier's clipped units get its
-    surrogate slope). Dropped units (mask 0) contribute nothing. `act, mu, delta` flat.
+    `(v - mu) 1[v > 0]`. Dropped units (mask 0) contribute nothing. `act, mu, delta` flat.
     """
     use_mask = mask.size > 0
     for r in range(n):
@@ -51,8 +50,8 @@ def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
                 idx = base + r * H + j
                 v = act[idx]
                 g = v - mu[idx]
-                if kind != SIGMOID:
-                    g *= derivative(v, kind)
+                if kind != SIGMOID and derivative(v, kind) == 0.0:
+                    g = 0.0
                 if use_mask:
                     g *= mask[idx]
                 delta[idx] += w * g

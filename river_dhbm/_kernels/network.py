@@ -17,9 +17,8 @@ Conventions used by every function here:
   `l` is the C-contiguous block `act[n * hcum[l] : n * hcum[l + 1]]` viewed `[n, H_l]`,
   with `hcum = hidden_offsets(sizes)`. Dropout masks (`mask`), targets of the KL (`mu`) and
   back-propagated deltas (`delta`) share that layout; an empty `mask` means no dropout.
-- `kind` selects the latent non-linearity: `SIGMOID` (0), `RELU` (1, the MLP's "relu"),
-  `BOUNDED_RELU` (2, `min(max(z, 0), 1)`) or `SURROGATE_RELU` (3, the same units whose
-  gradient takes `CLIPPED_SLOPE` where they are clipped: the "relu" of the hybrid models).
+- `kind` selects the latent non-linearity: `SIGMOID` (0), `RELU` (1, the MLP's "relu") or
+  `BOUNDED_RELU` (2, `min(max(z, 0), 1)`, the "relu" of the hybrid models).
 - The kernels are cached on disk in a directory named after every kernel module's source
   (`build.cache_dir`): an edit here recompiles the kernels that inline what changed.
 - Gradients are of a LOSS (to be descended) and are ACCUMULATED (`+=`) into `grad`.
@@ -49,13 +48,11 @@ DTYPES = ("float64", "float32")
 SIGMOID = 0
 RELU = 1
 BOUNDED_RELU = 2
-SURROGATE_RELU = 3
 #: Hidden units of the feed-forward network (`PseudoLabelMLP`): the plain rectifier.
 ACTIVATIONS = {"sigmoid": SIGMOID, "relu": RELU}
 #: Hidden units of the hybrid models (DHBM, SBEN, DHDA, HSDA): their "relu" is bounded to
-#: [0, 1] (see `activate`), because their undirected/coupled layers feed activities back, and
-#: learnt with a surrogate slope where it is clipped (`derivative`).
-HYBRID_ACTIVATIONS = {"sigmoid": SIGMOID, "relu": SURROGATE_RELU}
+#: [0, 1] (see `activate`), because their undirected/coupled layers feed activities back.
+HYBRID_ACTIVATIONS = {"sigmoid": SIGMOID, "relu": BOUNDED_RELU}
 
 COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 
@@ -63,10 +60,6 @@ COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 #: (`transpose_weights`): it pays for the streams' small products; at MNIST's 784 BLAS's own
 #: transposed path is as fast, and rebuilding it cost 2.8 ms of a 27 ms update (and 1.1 more).
 MIRROR_MAX_WIDTH = 255
-#: The slope `derivative` gives a bounded rectifier outside (0, 1), where its true slope is 0: a
-#: unit clipped for every row of a mini-batch would get no gradient and never come back (most
-#: units of a narrow deep stack were, and its error stopped far above the Bayes error).
-CLIPPED_SLOPE = 0.1
 
 
 # --------------------------------------------------------------------------- layout (Python)
@@ -122,44 +115,39 @@ def centred_biases(W: np.ndarray, rng) -> np.ndarray:
     return -np.einsum("jd,dj->j", points, W)
 
 
-#: Under `init="centred"`, the standard deviation of a unit's pre-activation over inputs spread
-#: uniformly in the box [0, 1]^D, whatever D. Glorot's bound is made for unit-variance inputs,
-#: and inputs in [0, 1] spread about a third as far; but a sum of D inputs spreads as sqrt(D):
-#: a constant factor made two-input units steep enough to cut the data from the first row on
-#: and left 24-input units clipped for most rows (their gradient 0). 0.21 is the spread of the
-#: factor 3 at two inputs and 64 units, tuned there.
-CENTRED_SPREAD = 0.21
+#: Under `init="centred"`, a one-layer network's first-layer weights relative to Glorot's
+#: bound: inputs in [0, 1] spread about a third as far as the unit-variance inputs Glorot's
+#: bound is made for, and units this steep cut the data from the first row on (Bananas' two
+#: inputs, MNIST's images).
+INIT_SCALE = 3.0
 
 
-def centred_scale(fan_in: int, fan_out: int) -> float:
-    """The factor on Glorot's bound `sqrt(6 / (fan_in + fan_out))` that gives a unit's
-    pre-activation the spread `CENTRED_SPREAD` over the input box: the bound becomes
-    `6 CENTRED_SPREAD / sqrt(fan_in)` (a uniform weight in `+-r` has variance `r^2 / 3`, an
-    input uniform in [0, 1] variance 1 / 12)."""
-    return 6.0 * CENTRED_SPREAD / np.sqrt(fan_in) / np.sqrt(6.0 / (fan_in + fan_out))
+def centred_scale(depth: int) -> float:
+    """The first layer's factor on Glorot's bound under `init="centred"` in a stack of `depth`
+    bounded layers: `INIT_SCALE / depth`. Each clipped layer feeds the next one near-binary
+    activities, so steepness compounds up a stack: four steep layers of 24 left most units
+    clipped for most rows (no gradient) and ended far above the Bayes error on LED. The deep
+    stack's first layer starts as much gentler as its Adam step is smaller (`DHBM`)."""
+    return INIT_SCALE / depth
 
 
-def first_layer_init(init: str) -> dict:
-    """`init_weights`' first-layer options for a model's `init` setting."""
-    return {"centred": True} if init == "centred" else {}
+def first_layer_init(init: str, depth: int) -> dict:
+    """`init_weights`' first-layer options for a model's `init` setting and depth."""
+    return {"first_scale": centred_scale(depth), "centred": True} if init == "centred" else {}
 
 
-def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0,
+def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0, first_scale: float = 1.0,
                  centred: bool = False) -> None:
     """Glorot-uniform `W^l` in `+-sqrt(6 / (H_{l-1} + H_l))` (times `upper_scale` above the first
-    layer), each copied into the recognition weights `R^l`; drawn layer by layer from `rng`.
-    With `centred`, the first layer's weights are scaled to spread `CENTRED_SPREAD`
-    (`centred_scale`) and each of its units' bias puts its hyperplane through a point drawn
-    uniformly in the input box `[0, 1]^D` (drawn after the weights), so that the units cut the
-    inputs' range instead of all passing through its corner 0."""
+    layer, `first_scale` for the first), each copied into the recognition weights `R^l`; drawn
+    layer by layer from `rng`. With `centred`, each first-layer unit's bias puts its hyperplane
+    through a point drawn uniformly in the input box `[0, 1]^D` (drawn after the weights), so
+    that the units cut the inputs' range instead of all passing through its corner 0."""
     for l in range(len(sizes) - 1):
         fan_in, fan_out = sizes[l], sizes[l + 1]
         bound = np.sqrt(6.0 / (fan_in + fan_out))
         W = rng.uniform(-bound, bound, fan_in * fan_out)
-        if l > 0:
-            W *= upper_scale
-        elif centred:
-            W *= centred_scale(fan_in, fan_out)
+        W *= upper_scale if l > 0 else first_scale
         for col in (COL_W, COL_R):
             theta[off[l, col] : off[l, col] + W.size] = W
         if l == 0 and centred:
@@ -370,22 +358,18 @@ def activate(z, kind):
     range, so mean-field activities, their targets and the energy stay bounded)."""
     if kind == RELU:
         return z if z > 0.0 else 0.0
-    if kind == BOUNDED_RELU or kind == SURROGATE_RELU:
+    if kind == BOUNDED_RELU:
         return 0.0 if z <= 0.0 else (1.0 if z >= 1.0 else z)
     return 1.0 / (1.0 + exp(-z))
 
 
 @njit(**_JIT, **INNER)
 def derivative(a, kind):
-    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]`, `1[0 < a < 1]`, or for
-    `SURROGATE_RELU` 1 inside (0, 1) and `CLIPPED_SLOPE` where it is clipped (a surrogate
-    slope, not the true one: its gradients are checked against references that use it)."""
+    """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]` or `1[0 < a < 1]`."""
     if kind == RELU:
         return 1.0 if a > 0.0 else 0.0
     if kind == BOUNDED_RELU:
         return 1.0 if 0.0 < a < 1.0 else 0.0
-    if kind == SURROGATE_RELU:
-        return 1.0 if 0.0 < a < 1.0 else CLIPPED_SLOPE
     return a * (1.0 - a)
 
 
