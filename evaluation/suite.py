@@ -33,7 +33,9 @@ Streams: `led` and `waveform` (MOA's stationary generators), `digits` (scikit-le
 digits, shuffled by the seed), `mnist` (the user's IDX directory, `--mnist DIR`; the first
 `--instances` of the shuffled training images), `phishing`, `bananas` and `sea` (River's
 `Phishing`, `Bananas` and `synth.SEA(noise=0.1)`), and any River dataset or generator by name
-(`river:datasets.Elec2`, `river:datasets.synth.Hyperplane`).
+(`river:datasets.Elec2`, `river:datasets.synth.Hyperplane`). By name only: `clusters` and
+`clusters-across` (`evaluation.clusters`: where the cluster assumption holds, and where the
+classes cut across the clusters).
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream
 
 #: The development suite's streams (the ones we tune on).
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
+
+#: Streams built to test the cluster assumption (`evaluation.clusters`), by name only.
+PLANTED = ("clusters", "clusters-across")
 
 #: River's peers, which learn the labeled rows only (their pipelines: `make_learner`).
 PEERS = ("LogisticRegression", "GaussianNB", "BernoulliNB", "HoeffdingTree", "KNN", "ARF")
@@ -129,6 +134,10 @@ def _rows(name, seed, instances, mnist):
         return datasets.Bananas()
     if name == "sea":
         return datasets.synth.SEA(seed=seed, noise=0.1).take(instances)
+    if name in PLANTED:
+        from .clusters import clusters
+
+        return clusters(seed, instances, across=name == "clusters-across")
     if name.startswith(registry.RIVER_PREFIX):
         return _river_dataset(name[len(registry.RIVER_PREFIX):], seed, instances)
     raise ValueError(f"Unknown stream {name!r}. Choose from {', '.join(STREAMS)} or "
@@ -444,7 +453,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of the `suite` subcommand (its command: `command`), on its parser `p`."""
     p.add_argument("--streams", type=names, default=None,
                    help=f"comma-separated streams (default: {','.join(STREAMS)}, mnist only "
-                   "with --mnist)")
+                   f"with --mnist; also {', '.join(PLANTED)}, river:<module>.<Dataset>)")
     p.add_argument("--label-ratios", type=floats, default=None,
                    help="comma-separated (default: 1,0.1,0.01, and 0.001 when --instances >= "
                    f"{SCARCE_MIN_ROWS:,}); a ratio below {SCARCE_RATIO:g} runs only on a "
@@ -509,9 +518,9 @@ def check(args) -> None:
     for s in streams:
         if s == "mnist" and not args.mnist:
             raise ValueError("The mnist stream needs --mnist DIR (MNIST's IDX files)")
-        if s not in STREAMS and not s.startswith(registry.RIVER_PREFIX):
-            raise ValueError(f"Unknown stream {s!r}. Choose from {', '.join(STREAMS)} or "
-                             "river:<module>.<Dataset>")
+        if s not in STREAMS + PLANTED and not s.startswith(registry.RIVER_PREFIX):
+            raise ValueError(f"Unknown stream {s!r}. Choose from "
+                             f"{', '.join(STREAMS + PLANTED)} or river:<module>.<Dataset>")
 
 
 def _run_and_write(args) -> None:

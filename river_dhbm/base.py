@@ -174,8 +174,8 @@ class HybridClassifier(base.MiniBatchClassifier):
     def unlabeled_trust(self) -> float:
         """The weight of the network that learns the unlabeled rows in the prediction, against
         its labeled-only twin (`river_dhbm.safety`): near 1 when the unlabeled rows have paid
-        on the labeled rows so far, near 0 when they have cost, 1/2 after a first labeled row
-        that both predicted alike. 1.0 without a twin (`learn_unlabeled=False`,
+        on the labeled rows so far, near 0 when they have cost, `safety.PRIOR` while both have
+        predicted alike. 1.0 without a twin (`learn_unlabeled=False`,
         `safe_unlabeled=False`) and before any labeled row (nothing is predicted yet)."""
         mixture = self._mixture
         return 1.0 if mixture is None or mixture.n_scored == 0 else mixture.weight

@@ -100,7 +100,7 @@ class DHBM(HybridClassifier):
         updates and draws): the ablation that measures what unlabeled rows are worth.
     safe_unlabeled
         Whether the prediction mixes the network with a labeled-only twin by their log loss
-        on the labeled rows, so that unlabeled rows never cost more than `ln 2` of cumulative
+        on the labeled rows, so that unlabeled rows never cost more than `ln 5` of cumulative
         log loss (`river_dhbm.safety`; `unlabeled_trust` is the network's weight). Only with
         `learn_unlabeled`; `False`: the network alone predicts (the paper's settings).
     steps
@@ -170,10 +170,11 @@ class DHBM(HybridClassifier):
     By default (`safe_unlabeled`) it is mixed with that of a twin network, the same model
     with `learn_unlabeled=False` learning the same labeled rows (`river_dhbm.safety`), each
     weighted by its log loss on the labeled rows so far: Vovk's aggregating algorithm, whose
-    cumulative log loss is never more than `ln 2` above the better of the two, so unlabeled
-    rows that mislead the network cost almost nothing. The twin is exactly the ablation
-    (to rounding, without dropout) and learns only the labeled and replayed rows; it makes
-    a default model about 1.8 times as slow (docs/benchmarks.md).
+    cumulative log loss is never more than `ln 5` above the twin's (prior four to one for
+    the network, `safety.PRIOR`), so unlabeled rows that mislead the network cost almost
+    nothing. The twin is exactly the ablation (to rounding, without dropout) and learns
+    only the labeled and replayed rows; it makes a default model about twice as slow
+    (docs/benchmarks.md).
 
     Defaults, chosen on the development suite (`python -m evaluation suite`: MOA's LED and
     Waveform, scikit-learn's digits, MNIST as a stream, River's Phishing, Bananas and SEA;

@@ -56,7 +56,7 @@ class PseudoLabelMLP(HybridClassifier):
         measures what the pseudo-labels are worth.
     safe_unlabeled
         Whether the prediction mixes the network with a labeled-only twin by their log loss
-        on the labeled rows, so that unlabeled rows never cost more than `ln 2` of cumulative
+        on the labeled rows, so that unlabeled rows never cost more than `ln 5` of cumulative
         log loss (`river_dhbm.safety`; `unlabeled_trust` is the network's weight). Only with
         `learn_unlabeled`; `False`: the network alone predicts (the paper's settings).
     deep_identity
