@@ -77,8 +77,8 @@ def test_no_import_cycles():
 
 def test_the_plots_only_read_results():
     modules = _modules()
-    assert "evaluation.experiment" not in _imports(
-        "evaluation.plots", modules["evaluation.plots"], modules)
+    assert "evaluation.runs.experiment" not in _imports(
+        "evaluation.runs.plots", modules["evaluation.runs.plots"], modules)
 
 
 def test_long_modules_say_why():

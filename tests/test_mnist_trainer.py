@@ -1,4 +1,4 @@
-"""evaluation.mnist_trainer: the batch plan, the schedule, trials on scikit-learn's digits, the
+"""evaluation.offline.mnist.trainer: the batch plan, the schedule, trials on scikit-learn's digits, the
 selection, the workers."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in  # noqa: F401
 
-from evaluation import mnist
+from evaluation.offline.mnist import experiment as mnist
 
 
 def test_batch_plan_pairs_labeled_and_unlabeled_minibatches():
@@ -112,7 +112,7 @@ def test_progress_reports_the_validation_error_along_the_way():
 
 
 def test_progress_bar_shows_each_runs_latest_validation_error():
-    from evaluation.mnist_trainer import _Progress
+    from evaluation.offline.mnist.trainer import _Progress
 
     bar = _Progress(100, "trials", quiet=False, names=["trial 0", "trial 1"])
     bar.update(10, 0.25, 0)
@@ -167,8 +167,8 @@ def test_the_dhbm_row_adds_the_discriminative_gradient_and_it_pays():
 def test_the_dhbm_row_is_named_after_the_estimator_it_runs():
     """The `dhbm` row runs mean-field CD (its config's `estimator`), and so does the registry
     model it is built from (it once named `dhbm-sap`)."""
-    from evaluation import registry
-    from evaluation.mnist_trainer import MODELS
+    from evaluation.offline.mnist.trainer import MODELS
+    from evaluation.runs import registry
 
     name = MODELS["dhbm"][0]
     config = registry.load_config("mnist_dhbm")

@@ -7,7 +7,7 @@ import pytest
 from river import base, dummy, evaluate, naive_bayes, preprocessing
 
 from evaluation import PrequentialError, prequential, takes_unlabeled
-from evaluation.registry import MODELS
+from evaluation.runs.registry import MODELS
 
 
 class ToyMasked:
@@ -302,13 +302,13 @@ def test_curve_is_independent_of_how_losses_are_split(step):
 
 
 def _paper_model(name):
-    from evaluation import registry
+    from evaluation.runs import registry
 
     return registry.make_model(name, 24, 10, seed=5, params={"hidden_sizes": [12, 12]})
 
 
 def _led(seed=3):
-    from evaluation import registry
+    from evaluation.runs import registry
 
     return registry.masked_stream("led", seed, 0.1, 20, seed + 1)
 

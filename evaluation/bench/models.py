@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from evaluation.arguments import names
+from evaluation.runs.arguments import names
 
 from ._model_report import (  # noqa: F401 (the names this module always had)
     _find,
