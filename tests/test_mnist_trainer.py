@@ -1,5 +1,5 @@
-"""evaluation.offline.mnist.trainer: the batch plan, the schedule, trials on scikit-learn's digits, the
-selection, the workers."""
+"""evaluation.offline.mnist.trainer: the batch plan, the schedule, trials on scikit-learn's
+digits, the selection, the workers."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in  # noqa: F401
 
 from evaluation.offline.mnist import experiment as mnist
+from evaluation.offline.mnist import trainer
 
 
 def test_batch_plan_pairs_labeled_and_unlabeled_minibatches():
@@ -86,11 +87,11 @@ def test_workers_get_one_blas_thread_and_the_environment_is_restored(monkeypatch
     pytest.importorskip("threadpoolctl")
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
-    with mnist._environment(**dict.fromkeys(mnist.BLAS_THREAD_VARS, "1")):
+    with trainer._environment(**dict.fromkeys(mnist.BLAS_THREAD_VARS, "1")):
         assert all(os.environ[k] == "1" for k in mnist.BLAS_THREAD_VARS)
     assert os.environ["OPENBLAS_NUM_THREADS"] == "7" and "MKL_NUM_THREADS" not in os.environ
-    with mnist._single_threaded_blas():
-        assert mnist._blas_threads() in (1, None)  # None: no BLAS pool found
+    with trainer._single_threaded_blas():
+        assert trainer._blas_threads() in (1, None)  # None: no BLAS pool found
 
 
 # ---------------------------------------------------------------------------------- real models

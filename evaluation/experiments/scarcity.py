@@ -190,10 +190,10 @@ def draw_figure(runs: pd.DataFrame):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..runs.plots import _STREAM_ORDER, _label, _ordered
+    from ..runs.plots import STREAM_ORDER, model_label, ordered
 
     agg = aggregate(runs[runs.delay == 0])
-    streams = _ordered(agg.stream, _STREAM_ORDER)
+    streams = ordered(agg.stream, STREAM_ORDER)
     models = _ordered_models(agg.model)
     bases = list(dict.fromkeys(registry.split_ablation(m)[0] for m in models))
     palette = [*plt.cm.tab10.colors, *plt.cm.Dark2.colors]
@@ -208,7 +208,7 @@ def draw_figure(runs: pd.DataFrame):
             style = "--" if ablation else (":" if group_of(model) == "peers" else "-")
             ax.errorbar(g.label_ratio, g["mean"], yerr=g.se.fillna(0.0), color=colours[base_name],
                         ls=style, marker="o", ms=3, capsize=2, lw=1.2,
-                        label=_label(base_name) + (" (labeled only)" if ablation else ""))
+                        label=model_label(base_name) + (" (labeled only)" if ablation else ""))
         if stream in BAYES_ERROR:
             ax.axhline(BAYES_ERROR[stream], color="0.4", lw=1, ls="-.", label="Bayes error")
         ax.set_xscale("log")

@@ -280,7 +280,7 @@ def draw_figure(frame: pd.DataFrame, track: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..runs.plots import _label
+    from ..runs.plots import model_label
 
     t = frame[frame.track == track]
     datasets = list(dict.fromkeys(t.dataset))
@@ -292,7 +292,7 @@ def draw_figure(frame: pd.DataFrame, track: str):
             curve = t[(t.dataset == dataset) & (t.model == model)].groupby("step").accuracy.mean()
             ax.plot(curve.index, 100 * curve.to_numpy(), color=palette[i % len(palette)],
                     ls="-" if ours(model) else ":", marker="o", ms=2.5, lw=1.2,
-                    label=_label(model))
+                    label=model_label(model))
         ax.set_title(dataset)
         ax.set_xlabel("instances")
         ax.set_ylabel("accuracy (%)")
