@@ -144,6 +144,22 @@ def test_no_private_names_cross_modules():
     assert PRIVATE_IMPORTS_ALLOWED <= found, sorted(PRIVATE_IMPORTS_ALLOWED - found)  # stale
 
 
+def test_evaluation_top_holds_the_evaluator_only():
+    # the roles live in subpackages (runs/, experiments/, offline/, bench/); issue 39's bound
+    top = sorted(path.name for path in (ROOT / "evaluation").glob("*.py"))
+    assert len(top) <= 14, top
+
+
+def test_every_package_ships():
+    # `pip install .` installs the packages pyproject.toml lists, no others
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {name for name, path in _modules().items() if path.name == "__init__.py"}
+    assert found == listed, (sorted(found - listed), sorted(listed - found))
+
+
 def test_the_plots_only_read_results():
     modules = _modules()
     assert "evaluation.runs.experiment" not in _imports(
