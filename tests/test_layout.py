@@ -23,20 +23,23 @@ def _modules() -> dict[str, pathlib.Path]:
     return out
 
 
+def _from_target(name: str, path: pathlib.Path, node: ast.ImportFrom) -> str:
+    """The module a `from ... import` in module `name` (at `path`) imports from, made absolute."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imports(name: str, path: pathlib.Path, modules: dict) -> set[str]:
     """The project modules `name` imports anywhere in its body (functions included)."""
-    is_package = path.name == "__init__.py"
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name in modules}
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_package else name.split(".")[:-1]
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(name, path, node)
             for alias in node.names:  # `from package import submodule` names the submodule
                 sub = f"{target}.{alias.name}"
                 found.add(sub if sub in modules else target)
@@ -93,18 +96,12 @@ def _private_names_taken(name: str, path: pathlib.Path, modules: dict) -> set[st
     """The private names `name` takes from other project modules: `from m import _x` and
     `m._x`. A private module (`bench._model_setup`) is its package's own business and not
     counted: importing it is how the package uses it."""
-    is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text())
     bound = {}  # local name -> the project module it is
     taken = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_package else name.split(".")[:-1]
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(name, path, node)
             if target not in modules:
                 continue
             for alias in node.names:
