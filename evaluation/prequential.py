@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .curve import PrequentialResult, Curve
+from .curve import Curve, PrequentialResult
 from .delayed import DelayedLabels
 
 __all__ = ["PrequentialResult", "last_step", "prequential", "takes_unlabeled"]
