@@ -71,7 +71,8 @@ def model_defaults(markdown: str) -> str:
 
 def _display_name(model: str) -> str:
     """`DHBM`, `DHBM`, labeled-only, River `GaussianNB`: a model as the docs' tables name it."""
-    from evaluation import registry, suite
+    from evaluation.experiments import suite
+    from evaluation.runs import registry
 
     base, ablation = registry.split_ablation(model)
     if base in registry.MODELS:
@@ -84,8 +85,8 @@ def ratio_tables(runs) -> str:
     followed by its ablation, then River's peers), a column per stream, mean ± standard error
     over seeds, the best mean of each column in bold, "not run" where a model did not run. The
     docs' results page shows the suite this way."""
-    from evaluation import registry
-    from evaluation.suite import mean_and_error
+    from evaluation.experiments.suite import mean_and_error
+    from evaluation.runs import registry
 
     mean, se = mean_and_error(runs)
     streams = list(dict.fromkeys(runs["stream"]))

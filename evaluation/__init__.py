@@ -1,4 +1,7 @@
-"""Semi-supervised prequential evaluation and the paper's online experiment."""
+"""Semi-supervised prequential evaluation, at this package's top (`prequential`, `curve`,
+`metrics`, `delayed`), and the paper's experiments around it: the machinery every run shares in
+`runs`, the online experiments in `experiments`, the offline ones (MNIST, 20 NewsGroups) in
+`offline`, the speed benchmarks in `bench`; `cli` is the command line."""
 
 from __future__ import annotations
 

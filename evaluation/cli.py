@@ -33,10 +33,10 @@ import functools
 import sys
 from pathlib import Path
 
-from . import registry
-from .arguments import (EPILOG, HelpFormatter, assignment, names, non_negative_int, positive_int,
-                        ratio)
-from .workers import Interrupted
+from .runs import registry
+from .runs.arguments import (EPILOG, HelpFormatter, assignment, names, non_negative_int,
+                             positive_int, ratio)
+from .runs.workers import Interrupted
 
 __all__ = ["main"]
 
@@ -192,7 +192,7 @@ def _settings(config: dict, args) -> dict:
 
 
 def _trials(config: dict, args) -> tuple[list, dict]:
-    from .experiment import Trial
+    from .runs.experiment import Trial
 
     s = _settings(config, args)
     streams = getattr(args, "streams", None) or list(s.get("streams", []))
@@ -238,7 +238,7 @@ def _validate(trials) -> None:
 
 
 def _execute(trials, settings, args, figure: str) -> int:
-    from . import experiment
+    from .runs import experiment
 
     with _user_errors():
         _validate(trials)
@@ -292,8 +292,8 @@ def _cmd_run(args) -> int:
 def _cmd_plot(args) -> int:
     import pandas as pd
 
-    from .experiment import check_writable
-    from .plots import check_curves, plot_curves
+    from .runs.experiment import check_writable
+    from .runs.plots import check_curves, plot_curves
 
     try:
         curves = pd.read_csv(args.csv)
@@ -308,7 +308,7 @@ def _cmd_plot(args) -> int:
 
 
 def _cmd_suite(args) -> int:
-    from . import suite
+    from .experiments import suite
 
     with _user_errors():
         suite.check(args)
@@ -328,7 +328,7 @@ def _cmd_bench(args) -> int:
 
 
 def _cmd_tracks(args) -> int:
-    from . import tracks
+    from .experiments import tracks
 
     with _user_errors():
         runs = tracks.plan(args)
@@ -361,19 +361,19 @@ SUBCOMMANDS = {
     "compare": ("this project's models against River's learners (configs/compare.toml)",
                 _add_compare),
     "scarcity": ("error against label ratio: our models, their ablations, the peers",
-                 _module_parser("scarcity")),
+                 _module_parser("experiments.scarcity")),
     "suite": ("the development suite: dict API, whole-stream accuracy",
-              _module_parser("suite", _cmd_suite)),
+              _module_parser("experiments.suite", _cmd_suite)),
     "plot": ("figures from a curves CSV, without re-running", _add_plot),
     "bench": ("speed benchmarks (default: the models)", _add_bench),
     "mnist": ("the paper's offline MNIST experiment (Table 1, 100 labels)",
-              _module_parser("mnist")),
+              _module_parser("offline.mnist.experiment")),
     "tracks": ("River's benchmark tracks (binary, multi-class), optionally semi-supervised",
-               _module_parser("tracks", _cmd_tracks)),
+               _module_parser("experiments.tracks", _cmd_tracks)),
     "newsgroups": ("the paper's 20 NewsGroups experiment, over your copy of the data",
-                   _module_parser("newsgroups")),
+                   _module_parser("offline.newsgroups.experiment")),
     "drift": ("abrupt concept changes: recovery against River's drift-aware learners",
-              _module_parser("drift")),
+              _module_parser("experiments.drift")),
 }
 
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-__all__ = ["PrequentialResult"]
+__all__ = ["Curve", "PrequentialResult"]
 
 
-class _Curve:
+class Curve:
     """Running faded and cumulative error with the recorded curve (eq. 18 of the paper).
 
     The faded sums follow `S_i = alpha S_(i-1) + L_i` and `W_i = alpha W_(i-1) + 1`, the error
@@ -51,7 +51,7 @@ class _Curve:
 @njit(cache=True)  # no fastmath: no fused multiply-add, the rounding of one update at a time
 def _fold(losses, alpha, loss_sum, weight_sum, n_errors, position, step, positions, faded,
           errors, n_recorded):
-    """`_Curve.fold`'s recursion over `losses`, recording every `step`-th position into
+    """`Curve.fold`'s recursion over `losses`, recording every `step`-th position into
     `positions, faded, errors` from index `n_recorded` on. Returns the new sums and count."""
     k = n_recorded
     for i in range(losses.shape[0]):

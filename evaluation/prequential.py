@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .curve import PrequentialResult, _Curve
+from .curve import Curve, PrequentialResult
 from .delayed import DelayedLabels
 
 __all__ = ["PrequentialResult", "last_step", "prequential", "takes_unlabeled"]
@@ -312,7 +312,7 @@ def prequential(
 
     """
     _check_args(dataset, model, n_instances, batch_size, fading_factor, step)
-    curve = _Curve(int(n_instances), int(step), fading_factor)
+    curve = Curve(int(n_instances), int(step), fading_factor)
     path = "arrays" if _has_array_path(dataset, model) else "dicts"
     run = _run_arrays if path == "arrays" else _run_dicts
     start = time.perf_counter()

@@ -9,7 +9,7 @@ import struct
 
 import numpy as np
 
-from evaluation import mnist
+from evaluation.offline.mnist import experiment as mnist
 from river_dhbm.base import HybridClassifier
 
 

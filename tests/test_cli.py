@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaluation import experiment
 from evaluation.__main__ import main
-from evaluation.experiment import Trial, run_trials, summarise, trial_seeds
+from evaluation.runs import experiment
+from evaluation.runs.experiment import Trial, run_trials, summarise, trial_seeds
 
 FAST = "river:dummy.NoChangeClassifier"  # predicts the last label it learnt: fast
 
@@ -192,13 +192,13 @@ def test_plot_from_csv_alone(capsys, tmp_path):
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
-    import evaluation.plots
+    import evaluation.runs.plots
 
     def broken(curves):
         raise RuntimeError("disk full")
 
     results = run_trials(small_trials()[:1], quiet=True)
-    monkeypatch.setattr(evaluation.plots, "draw_figure", broken)
+    monkeypatch.setattr(evaluation.runs.plots, "draw_figure", broken)
     with pytest.raises(RuntimeError):
         experiment.write_outputs(results, tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
@@ -220,7 +220,7 @@ def test_reproduce_runs_the_paper_configs(capsys, tmp_path):
 def test_registry_builds_the_compare_models():
     from river import multiclass
 
-    from evaluation import registry
+    from evaluation.runs import registry
 
     config = registry.load_config("compare")
     river_models = [m for m in config["models"] if m.startswith("river:")]
@@ -254,7 +254,7 @@ def test_mnist_subcommand_is_wired(capsys, tmp_path, monkeypatch):
 
 
 def test_preset_picks_paper_or_default_settings():
-    from evaluation import registry
+    from evaluation.runs import registry
     from river_dhbm import DHBM
 
     paper = registry.make_model("dhbm-mf", 24, 10, seed=1, preset="paper")

@@ -70,7 +70,7 @@ def test_a_page_showing_results_of_older_code_says_so():
     since (or that predates the record) carries the stale note, and only then."""
     import json
 
-    from evaluation.files import sources_hash
+    from evaluation.runs.files import sources_hash
 
     today = sources_hash()
     pages = {}
@@ -92,7 +92,7 @@ def test_results_record_the_sources_they_ran_with(tmp_path):
 
     import pandas as pd
 
-    from evaluation.files import result_jobs, sources_hash
+    from evaluation.runs.files import result_jobs, sources_hash
 
     for path, write in result_jobs(tmp_path, "x", pd.DataFrame({"a": [1]}), "| a |", {"k": 1}):
         write(path)
@@ -102,7 +102,7 @@ def test_results_record_the_sources_they_ran_with(tmp_path):
 def test_the_sources_hash_sees_code_not_documentation():
     """A reworded docstring or comment leaves the recorded sources as they were (the tables
     stay today's); a changed line of code does not."""
-    from evaluation.files import _code
+    from evaluation.runs.files import _code
 
     base = 'def f(x):\n    """Twice x."""\n    return 2 * x  # doubled\n'
     assert _code(base) == _code(base.replace("Twice x.", "Two times x.").replace("# doubled", ""))

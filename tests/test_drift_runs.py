@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from evaluation import drift
+from evaluation.experiments import drift
 
 
 @pytest.mark.parametrize("name", list(drift.SCENARIOS))

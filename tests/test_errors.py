@@ -11,7 +11,8 @@ import pytest
 
 import river_dhbm
 import streams
-from evaluation import prequential, registry
+from evaluation import prequential
+from evaluation.runs import registry
 
 MODELS = ["DHBM", "DHDA", "PseudoLabelMLP", "SBEN", "HSDA"]
 D = 6  # features of the test models

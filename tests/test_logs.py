@@ -8,7 +8,7 @@ import pathlib
 import subprocess
 import sys
 
-from evaluation import progress
+from evaluation.runs import progress
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ import pytest
 from river import drift
 
 from evaluation import prequential
-from evaluation.registry import masked_stream
+from evaluation.runs.registry import masked_stream
 from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP
 
 N = 200_000

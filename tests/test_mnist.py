@@ -1,5 +1,5 @@
-"""evaluation.mnist (the command) and mnist_table: the missing-data message, the settings,
-the table, end to end on scikit-learn's 8x8 digits (standing in for MNIST)."""
+"""evaluation.offline.mnist.experiment (the command) and its table: the missing-data message,
+the settings, the table, end to end on scikit-learn's 8x8 digits (standing in for MNIST)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in, write_idx  # noqa: F401
 
-from evaluation import mnist
+from evaluation.offline.mnist import experiment as mnist
 
 
 

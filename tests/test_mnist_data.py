@@ -1,4 +1,4 @@
-"""evaluation.mnist_data: IDX files, loading, pixels, the balanced split."""
+"""evaluation.offline.mnist.data: IDX files, loading, pixels, the balanced split."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from mnist_helpers import digits_as_mnist, idx_bytes, parse, write_idx  # noqa: F401
 
-from evaluation import mnist
+from evaluation.offline.mnist import experiment as mnist
 
 
 @pytest.mark.parametrize("compress", [False, True])

@@ -1,5 +1,5 @@
-"""evaluation.mnist_trainer: the batch plan, the schedule, trials on scikit-learn's digits, the
-selection, the workers."""
+"""evaluation.offline.mnist.trainer: the batch plan, the schedule, trials on scikit-learn's
+digits, the selection, the workers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in  # noqa: F401
 
-from evaluation import mnist
+from evaluation.offline.mnist import experiment as mnist
+from evaluation.offline.mnist import trainer
 
 
 def test_batch_plan_pairs_labeled_and_unlabeled_minibatches():
@@ -86,11 +87,11 @@ def test_workers_get_one_blas_thread_and_the_environment_is_restored(monkeypatch
     pytest.importorskip("threadpoolctl")
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
-    with mnist._environment(**dict.fromkeys(mnist.BLAS_THREAD_VARS, "1")):
+    with trainer._environment(**dict.fromkeys(mnist.BLAS_THREAD_VARS, "1")):
         assert all(os.environ[k] == "1" for k in mnist.BLAS_THREAD_VARS)
     assert os.environ["OPENBLAS_NUM_THREADS"] == "7" and "MKL_NUM_THREADS" not in os.environ
-    with mnist._single_threaded_blas():
-        assert mnist._blas_threads() in (1, None)  # None: no BLAS pool found
+    with trainer._single_threaded_blas():
+        assert trainer._blas_threads() in (1, None)  # None: no BLAS pool found
 
 
 # ---------------------------------------------------------------------------------- real models
@@ -112,7 +113,7 @@ def test_progress_reports_the_validation_error_along_the_way():
 
 
 def test_progress_bar_shows_each_runs_latest_validation_error():
-    from evaluation.mnist_trainer import _Progress
+    from evaluation.offline.mnist.trainer import _Progress
 
     bar = _Progress(100, "trials", quiet=False, names=["trial 0", "trial 1"])
     bar.update(10, 0.25, 0)
@@ -167,8 +168,8 @@ def test_the_dhbm_row_adds_the_discriminative_gradient_and_it_pays():
 def test_the_dhbm_row_is_named_after_the_estimator_it_runs():
     """The `dhbm` row runs mean-field CD (its config's `estimator`), and so does the registry
     model it is built from (it once named `dhbm-sap`)."""
-    from evaluation import registry
-    from evaluation.mnist_trainer import MODELS
+    from evaluation.offline.mnist.trainer import MODELS
+    from evaluation.runs import registry
 
     name = MODELS["dhbm"][0]
     config = registry.load_config("mnist_dhbm")

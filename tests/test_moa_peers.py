@@ -1,4 +1,4 @@
-"""MOA's learners in our loop (`evaluation.moa_peers`) against capymoa's own evaluation."""
+"""MOA's learners in our loop (`evaluation.runs.moa_peers`) against capymoa's own evaluation."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 import streams
-from evaluation import moa_peers, prequential, registry
+from evaluation import prequential
 from evaluation.__main__ import main
+from evaluation.runs import moa_peers, registry
 from optional import needs_moa
 
 

@@ -1,6 +1,6 @@
-"""evaluation.newsgroups and newsgroups_data: the user's copy (archive or folder), the
-preprocessing pinned on hand-checked posts, the cache, and the whole command end to end on a
-miniature `20news-bydate.tar.gz` of generated posts in the real format."""
+"""evaluation.offline.newsgroups, the command and its data: the user's copy (archive or
+folder), the preprocessing pinned on hand-checked posts, the cache, and the whole command end
+to end on a miniature `20news-bydate.tar.gz` of generated posts in the real format."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation import cli, mnist_trainer, newsgroups, newsgroups_data
-from evaluation.mnist_data import MissingData
+from evaluation import cli
+from evaluation.offline.mnist import trainer as mnist_trainer
+from evaluation.offline.mnist.data import MissingData
+from evaluation.offline.newsgroups import data as newsgroups_data, experiment as newsgroups
 
 pytest.importorskip("snowballstemmer")
 

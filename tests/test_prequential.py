@@ -7,7 +7,7 @@ import pytest
 from river import base, dummy, evaluate, naive_bayes, preprocessing
 
 from evaluation import PrequentialError, prequential, takes_unlabeled
-from evaluation.registry import MODELS
+from evaluation.runs.registry import MODELS
 
 
 class ToyMasked:
@@ -281,7 +281,7 @@ def test_invalid_arguments(kwargs, match, rows):
 
 @pytest.mark.parametrize("step", [1, 7, 100, 1000])
 def test_curve_is_independent_of_how_losses_are_split(step):
-    from evaluation.prequential import _Curve
+    from evaluation.curve import Curve
 
     rng = np.random.default_rng(3)
     losses = (rng.random(1234) < 0.3).astype(float)
@@ -291,7 +291,7 @@ def test_curve_is_independent_of_how_losses_are_split(step):
         metric.update(0, 1 if loss else 0)
         if i % step == 0 or i == len(losses):
             expected.append((i, metric.get(), losses[:i].mean()))
-    curve = _Curve(len(losses), step, 0.98)
+    curve = Curve(len(losses), step, 0.98)
     cuts = np.sort(rng.choice(np.arange(1, len(losses)), 40, replace=False))
     for part in np.split(losses, cuts):
         curve.fold(part)
@@ -302,13 +302,13 @@ def test_curve_is_independent_of_how_losses_are_split(step):
 
 
 def _paper_model(name):
-    from evaluation import registry
+    from evaluation.runs import registry
 
     return registry.make_model(name, 24, 10, seed=5, params={"hidden_sizes": [12, 12]})
 
 
 def _led(seed=3):
-    from evaluation import registry
+    from evaluation.runs import registry
 
     return registry.masked_stream("led", seed, 0.1, 20, seed + 1)
 

@@ -4,9 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaluation import registry, scarcity
 from evaluation.__main__ import main
-from evaluation.experiment import trial_seeds
+from evaluation.experiments import scarcity
+from evaluation.runs import registry
+from evaluation.runs.experiment import trial_seeds
 
 
 def test_bundled_config_loads_and_plans_the_grid():

@@ -8,8 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from evaluation import moa_peers, suite
 from evaluation.cli import main
+from evaluation.experiments import suite
+from evaluation.runs import moa_peers
 from optional import needs_moa
 
 

@@ -10,8 +10,9 @@ from river import base, datasets, dummy
 from river.datasets.base import RemoteDataset
 
 import streams
-from evaluation import registry, tracks
 from evaluation.__main__ import main
+from evaluation.experiments import tracks
+from evaluation.runs import registry
 
 BUNDLED = {"binary": ["Bananas", "Phishing"], "multiclass": ["ImageSegments"]}
 REMOTE = ["Elec2", "SMTP", "Insects", "Keystroke"]

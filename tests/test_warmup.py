@@ -13,7 +13,8 @@ import pytest
 from river import naive_bayes, preprocessing
 
 import river_dhbm
-from evaluation import experiment, suite, warmup
+from evaluation.experiments import suite
+from evaluation.runs import experiment, warmup
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -54,7 +55,7 @@ def test_every_jobs_runner_warms_up_first(monkeypatch):
 
 _RUN = textwrap.dedent("""
     import os, sys
-    from evaluation import experiment
+    from evaluation.runs import experiment
     trial = experiment.Trial(stream="led", model="pl-mlp", trial=0, instances=400,
                              label_ratio=0.5, label_batch=0, batch_size=20, fading_factor=0.995,
                              step=100, seed=0, params={}, preset="default")

@@ -62,7 +62,7 @@ class Entry:
 
 
 def make_stream(setup: str):
-    from evaluation import registry
+    from evaluation.runs import registry
 
     name, _ = SETUPS[setup]
     return registry.masked_stream(name, STREAM_SEED, LABEL_RATIO, LABEL_BATCH, MASK_SEED)

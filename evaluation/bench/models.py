@@ -25,11 +25,9 @@ import statistics
 import sys
 import time
 
-from evaluation.arguments import names
+from evaluation.runs.arguments import names
 
 from ._model_report import (  # noqa: F401 (the names this module always had)
-    _find,
-    _steadier,
     format_table,
     format_targets,
     report,
@@ -63,11 +61,7 @@ from ._model_setup import (  # noqa: F401
     make_stream,
 )
 from .first_use import (  # noqa: F401
-    _FIRST_PREDICTION,
-    _STARTUP_SCRIPT,
-    _WITHOUT_SKLEARN,
     PHASES,
-    _run_startup,
     format_startup,
     startup_times,
 )

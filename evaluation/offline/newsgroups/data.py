@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from .files import atomic_write
-from .mnist_data import MNIST, MissingData
+from ...runs.files import atomic_write
+from ..mnist.data import MNIST, MissingData
 
 __all__ = [
     "ARCHIVE", "HEADERS", "NewsGroups", "SPLITS", "VOCABULARY", "cache_path", "fetch_posts",

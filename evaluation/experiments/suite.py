@@ -18,7 +18,7 @@ says why in `skipped`), `suite.md` (mean +- standard error over seeds, footnotes
 cells) and `suite.png` into `--out`.
 
 MOA's learners join through the `moa` extra (capymoa, Java 17+) by name, `moa:NaiveBayes`,
-`moa:HoeffdingTree`, `moa:SLEADE` or a MOA CLI string (`evaluation.moa_peers`); `--moa` adds
+`moa:HoeffdingTree`, `moa:SLEADE` or a MOA CLI string (`evaluation.runs.moa_peers`); `--moa` adds
 those three. They are not in the default models: starting the JVM costs seconds, and the
 defaults should give the same table on every machine. A supervised MOA learner learns the
 labeled rows only, as River's peers do; a semi-supervised one (`SLEADE`) also sees the
@@ -49,11 +49,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import moa_peers, registry
-from .arguments import floats, names, positive_int
-from .files import atomic_write_all, check_writable, result_jobs
-from .warmup import announce
-from .workers import counting, process_pool
+from ..runs import moa_peers, registry
+from ..runs.arguments import floats, names, positive_int
+from ..runs.files import atomic_write_all, check_writable, result_jobs
+from ..runs.warmup import announce
+from ..runs.workers import counting, process_pool
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
            "mean_and_error", "run", "run_one"]
@@ -121,7 +121,7 @@ def _rows(name, seed, instances, mnist):
         X, y = load_digits(return_X_y=True)
         return _shuffled(X, y, seed, len(X))
     if name == "mnist":
-        from .mnist_data import load_mnist, pixels
+        from ..offline.mnist.data import load_mnist, pixels
 
         data = load_mnist(mnist)
         X = pixels(data.train_images.reshape(len(data.train_images), -1))
@@ -299,7 +299,7 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
     with NaN and the reason in `skipped` for a run left out (`skip_reason`)."""
     import pandas as pd
 
-    from .progress import bar as progress_bar
+    from ..runs.progress import bar as progress_bar
 
     tasks = [(s, r, m, seed, instances, mnist) for s in streams for seed in seeds
              for r in label_ratios for m in models]
@@ -315,7 +315,7 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
         else:
             import multiprocessing as mp
 
-            from .warmup import warm_up
+            from ..runs.warmup import warm_up
 
             # compile once here (the streams' kernels too), the workers load Numba's cache
             widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import registry
-from .arguments import names, positive_int, ratio
-from .workers import counting, process_pool
+from ..runs import registry
+from ..runs.arguments import names, positive_int, ratio
+from ..runs.workers import counting, process_pool
 
 __all__ = ["RIVER_LEARNERS", "TRACKS", "Run", "add_arguments", "plan", "run", "run_one",
            "table_markdown", "write_outputs"]
@@ -163,7 +163,7 @@ def available(dataset, download: bool) -> str | None:
 def plan(args) -> list[Run]:
     """The runs asked for by the command's `args`, every name and the output directory checked
     (ValueError otherwise); prints one line per dataset left out."""
-    from .files import check_writable
+    from ..runs.files import check_writable
 
     tracks = args.tracks or list(TRACKS)
     models = args.models or [*registry.MODELS, *RIVER_LEARNERS]
@@ -194,11 +194,11 @@ def plan(args) -> list[Run]:
 
 def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
     """Every run's checkpoints in one table, in the order of `runs`, on `jobs` processes."""
-    from . import progress
+    from ..runs import progress
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "tracks", unit="run", quiet=quiet) as bar, counting(results):
-        from .warmup import announce
+        from ..runs.warmup import announce
 
         firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
         announce(make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
@@ -211,7 +211,7 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
         else:
             import multiprocessing as mp
 
-            from .warmup import warm_up
+            from ..runs.warmup import warm_up
 
             # compile once here, the workers load Numba's cache
             warm_up((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio),
@@ -280,7 +280,7 @@ def draw_figure(frame: pd.DataFrame, track: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .plots import _label
+    from ..runs.plots import model_label
 
     t = frame[frame.track == track]
     datasets = list(dict.fromkeys(t.dataset))
@@ -292,7 +292,7 @@ def draw_figure(frame: pd.DataFrame, track: str):
             curve = t[(t.dataset == dataset) & (t.model == model)].groupby("step").accuracy.mean()
             ax.plot(curve.index, 100 * curve.to_numpy(), color=palette[i % len(palette)],
                     ls="-" if ours(model) else ":", marker="o", ms=2.5, lw=1.2,
-                    label=_label(model))
+                    label=model_label(model))
         ax.set_title(dataset)
         ax.set_xlabel("instances")
         ax.set_ylabel("accuracy (%)")
@@ -310,7 +310,7 @@ def write_outputs(frame: pd.DataFrame, out, settings: dict | None = None) -> lis
     nothing."""
     import matplotlib.pyplot as plt
 
-    from .files import atomic_write_all, check_writable, figure_job, result_jobs
+    from ..runs.files import atomic_write_all, check_writable, figure_job, result_jobs
 
     out = check_writable(out)
     jobs = result_jobs(out, "tracks", frame, table_markdown(frame), settings)

@@ -5,12 +5,12 @@
 `PATH`, the `20news-bydate.tar.gz` archive or the folder holding its unpacked
 `20news-bydate-train/` and `20news-bydate-test/` directories; nothing is downloaded unless
 `--download` is given (then scikit-learn's fetcher brings the archive). It runs the MNIST
-runner's protocol (`evaluation.mnist.run_protocol`) on the posts, with the settings of
+runner's protocol (`offline.mnist.experiment.run_protocol`) on the posts, with the settings of
 `configs/newsgroups_<model>.toml`:
 
 - the posts as the appendix says: stop words removed, basic stemming, numerics removed, the
   2,000 most frequent terms of the training posts, one binary occurrence vector per post
-  (`evaluation.newsgroups_data`, below); the classes are the newsgroup folders found;
+  (`offline.newsgroups.data`, below); the classes are the newsgroup folders found;
 - 200 labeled training posts balanced over the newsgroups, 1,000 more (balanced) held out
   for validation, the rest used unlabeled; test on the test posts;
 - every update sees 10 labeled and 10 unlabeled posts (paper Algorithm 1); `beta` annealed
@@ -55,12 +55,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import newsgroups_data
-from .arguments import positive_int
-from .mnist import DataSet, add_protocol_flags, run_protocol
-from .mnist_data import MissingData
-from .mnist_table import PaperTable
-from .newsgroups_data import ARCHIVE, HEADERS, SPLITS, VOCABULARY
+from ...runs.arguments import positive_int
+from ..mnist.data import MissingData
+from ..mnist.experiment import DataSet, add_protocol_flags, run_protocol
+from ..mnist.table import PaperTable
+from . import data as newsgroups_data
+from .data import ARCHIVE, HEADERS, SPLITS, VOCABULARY
 
 __all__ = ["PAPER_TABLE", "add_arguments", "run"]
 

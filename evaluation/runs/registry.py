@@ -41,7 +41,7 @@ MODELS = {
 }
 
 RIVER_PREFIX = "river:"
-MOA_PREFIX = "moa:"  # MOA's learners through capymoa (`evaluation.moa_peers`)
+MOA_PREFIX = "moa:"  # MOA's learners through capymoa (`evaluation.runs.moa_peers`)
 
 #: `<model>/labeled-only`: the same model with every learning from unlabeled rows turned off
 #: (constructor parameter `learn_unlabeled=False`), the ablation that measures their gain.
@@ -178,7 +178,7 @@ def make_model(
     their own architecture), the evaluation's mini-batch size, and `params` on top. A
     `river:<module>.<Class>` model gets `params` (and `seed` when it takes one); a binary River
     classifier is wrapped in `multiclass.OneVsRestClassifier`. A `moa:<learner>` model is
-    MOA's learner through capymoa (`evaluation.moa_peers`). `<model>/labeled-only` is
+    MOA's learner through capymoa (`evaluation.runs.moa_peers`). `<model>/labeled-only` is
     `<model>` with `learn_unlabeled=False` on top of everything else.
     """
     check_model_name(name)

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import registry
-from .arguments import floats, names, positive_int
+from ..runs import registry
+from ..runs.arguments import floats, names, positive_int
 
 __all__ = ["add_arguments", "plan", "run", "runs_frame", "table_markdown", "write_outputs"]
 
@@ -91,7 +91,7 @@ def plan(s: dict, seed: int = 0) -> list:
     """The runs of the grid as `experiment.Trial`s. Every model of a (stream, seed) sees the
     same rows and mask (the seeds depend on stream and seed only); `trials_for` gives a model
     fewer seeds, `only_on` limits it to some streams."""
-    from .experiment import Trial
+    from ..runs.experiment import Trial
 
     trials = []
     for stream in s["streams"]:
@@ -190,10 +190,10 @@ def draw_figure(runs: pd.DataFrame):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .plots import _STREAM_ORDER, _label, _ordered
+    from ..runs.plots import STREAM_ORDER, model_label, ordered
 
     agg = aggregate(runs[runs.delay == 0])
-    streams = _ordered(agg.stream, _STREAM_ORDER)
+    streams = ordered(agg.stream, STREAM_ORDER)
     models = _ordered_models(agg.model)
     bases = list(dict.fromkeys(registry.split_ablation(m)[0] for m in models))
     palette = [*plt.cm.tab10.colors, *plt.cm.Dark2.colors]
@@ -208,7 +208,7 @@ def draw_figure(runs: pd.DataFrame):
             style = "--" if ablation else (":" if group_of(model) == "peers" else "-")
             ax.errorbar(g.label_ratio, g["mean"], yerr=g.se.fillna(0.0), color=colours[base_name],
                         ls=style, marker="o", ms=3, capsize=2, lw=1.2,
-                        label=_label(base_name) + (" (labeled only)" if ablation else ""))
+                        label=model_label(base_name) + (" (labeled only)" if ablation else ""))
         if stream in BAYES_ERROR:
             ax.axhline(BAYES_ERROR[stream], color="0.4", lw=1, ls="-.", label="Bayes error")
         ax.set_xscale("log")
@@ -230,7 +230,7 @@ def write_outputs(runs: pd.DataFrame, out, settings: dict | None = None,
                   figure: bool = True) -> list[Path]:
     """Write scarcity.csv, scarcity.md, settings.json and scarcity.png/.pdf into `out`, all or
     nothing."""
-    from .files import atomic_write_all, check_writable, figure_job, result_jobs
+    from ..runs.files import atomic_write_all, check_writable, figure_job, result_jobs
 
     out = check_writable(out)
     jobs = result_jobs(out, "scarcity", runs, table_markdown(runs), settings)
@@ -288,7 +288,7 @@ def _fail(message: str) -> int:
 
 def run(args) -> int:
     """The `scarcity` subcommand."""
-    from . import experiment
+    from ..runs import experiment
 
     out = args.out or Path("results") / ("scarcity-quick" if args.quick else "scarcity")
     if args.csv is not None:

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..curve import Curve
+from ..prequential import prequential
 from . import progress, registry
 from .files import atomic_write, atomic_write_all, check_writable  # noqa: F401 (old home)
-from .curve import _Curve
-from .prequential import prequential
 from .warmup import announce
 from .workers import counting, process_pool
 
@@ -120,7 +120,7 @@ def _run_in_worker(trial: Trial, index: int) -> dict:
 
 class _Bars:
     """An overall bar (instances) and, on a terminal, one bar per running trial; no-op when
-    quiet (`evaluation.progress` draws bars or writes lines)."""
+    quiet (`evaluation.runs.progress` draws bars or writes lines)."""
 
     def __init__(self, trials, quiet: bool):
         self.trials, self.quiet = trials, quiet
@@ -202,7 +202,7 @@ def _warm_up(trials) -> None:
     built = [t.build() for t in _kinds(trials)]
     for dataset, _ in built:  # the streams' own kernels, and the curve's
         X, y, _ = next(dataset.iter_arrays(100))
-        _Curve(len(y), len(y), 0.995).fold(np.ones(len(y)))
+        Curve(len(y), len(y), 0.995).fold(np.ones(len(y)))
     warm_up(((model, dataset.n_features) for dataset, model in built), arrays=True)
 
 

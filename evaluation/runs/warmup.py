@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .prequential import last_step
+from ..prequential import last_step
 
 __all__ = ["announce", "compiles", "warm_up"]
 

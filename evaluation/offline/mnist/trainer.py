@@ -18,14 +18,14 @@ import time
 
 import numpy as np
 
-from .mnist_data import MNIST, load_mnist, pixels, split_indices
+from .data import MNIST, load_mnist, pixels, split_indices
 
 __all__ = [
     "MODELS", "TrialSpec", "batch_plan", "build_model", "error_rate", "planned_updates",
     "run_specs", "run_trial", "select",
 ]
 
-#: `--model` name -> (name in `evaluation.registry.MODELS`, row of the paper's Table 1).
+#: `--model` name -> (name in `evaluation.runs.registry.MODELS`, row of the paper's Table 1).
 MODELS = {"dhbm": ("dhbm-mf", "3-DHBM"), "dhda": ("dhda", "3-DHDA"), "mlp": ("pl-mlp", "3-PL-MLP")}
 
 
@@ -108,8 +108,8 @@ class TrialSpec:
 
 
 def build_model(spec: TrialSpec, n_features: int, n_classes: int):
-    """The fresh model of `spec` from `evaluation.registry` (on top of `Class.paper()`)."""
-    from . import registry
+    """The fresh model of `spec` from `evaluation.runs.registry` (on top of `Class.paper()`)."""
+    from ...runs import registry
 
     name = MODELS[spec.model][0] if spec.model in MODELS else spec.model
     return registry.make_model(
@@ -270,7 +270,7 @@ class _Progress:
         self.names = list(names)
         self.errors: dict = {}
         if not quiet:
-            from . import progress
+            from ...runs import progress
 
             self.bar = progress.bar(total, desc, unit="upd", unit_scale=True, dynamic_ncols=True)
 
@@ -321,7 +321,7 @@ def run_specs(specs, data: MNIST, directory: str | None, jobs: int, desc: str, q
 
 def _warm_up(specs, data: MNIST) -> None:
     """Compile each model the specs run, here, once: the workers load Numba's cache."""
-    from .warmup import warm_up
+    from ...runs.warmup import warm_up
 
     n_features, n_classes = data.train_images.shape[1], len(np.unique(data.train_labels))
     kinds = {(s.model, repr(sorted(s.model_params().items()))): s for s in specs}
@@ -349,7 +349,7 @@ def _run_processes(specs, directory, jobs, bar, on_result=None, loader=None) -> 
     import queue as queue_module
     from concurrent import futures
 
-    from .workers import counting, process_pool
+    from ...runs.workers import counting, process_pool
 
     context = mp.get_context("spawn")
     # Workers inherit the environment when spawned: one BLAS thread each, so that `jobs`

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import atomic_write_all
-from .mnist_trainer import MODELS
+from ...runs.files import atomic_write_all
+from .trainer import MODELS
 
 __all__ = [
     "MNIST_TABLE", "PAPER_ROWS", "PaperTable", "RESULT_COLUMNS", "summarise", "summary_markdown",

@@ -27,9 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import registry, tracks
-from .arguments import floats, names, positive_int
-from .workers import counting, process_pool
+from ..runs import registry
+from ..runs.arguments import floats, names, positive_int
+from ..runs.workers import counting, process_pool
+from . import tracks
 
 __all__ = ["SCENARIOS", "Run", "add_arguments", "command", "run_one", "scenario", "windows"]
 
@@ -213,7 +214,7 @@ def plan(args) -> list[Run]:
 
 
 def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
-    from . import progress
+    from ..runs import progress
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "drift", unit="run", quiet=quiet) as bar, counting(results):
@@ -224,7 +225,7 @@ def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
             return results
         import multiprocessing as mp
 
-        from .warmup import warm_up
+        from ..runs.warmup import warm_up
 
         firsts = {r.model: r for r in runs if tracks.ours(r.model)}.values()
         warm_up((registry.make_model(r.model, 2, None, seed=1, preset="default"), 2)
@@ -294,7 +295,7 @@ def figure(frame):
 def command(args) -> int:
     import pandas as pd
 
-    from .files import atomic_write_all, check_writable, figure_job, result_jobs
+    from ..runs.files import atomic_write_all, check_writable, figure_job, result_jobs
 
     try:
         runs = plan(args)

@@ -8,22 +8,25 @@ import pandas as pd
 
 from .files import atomic_write_all
 
-__all__ = ["check_curves", "draw_figure", "plot_curves"]
+__all__ = ["STREAM_ORDER", "check_curves", "draw_figure", "model_label", "ordered",
+           "plot_curves"]
 
 # The paper draws Waveform above LED; other streams follow in the order met.
-_STREAM_ORDER = ["waveform", "waveform-stationary", "led", "led-stationary"]
+STREAM_ORDER = ["waveform", "waveform-stationary", "led", "led-stationary"]
 # The paper's model order (its legend), then anything else in the order met.
 _MODEL_ORDER = ["pl-mlp", "dhbm-mf", "dhbm-sap", "dhda", "sben", "hsda"]
 _LABELS = {"pl-mlp": "PL-MLP", "dhbm-mf": "DHBM_MF", "dhbm-sap": "DHBM_SAP", "dhda": "DHDA",
            "sben": "SBEN", "hsda": "HSDA"}
 
 
-def _ordered(values, preferred):
+def ordered(values, preferred):
+    """`values` once each: those in `preferred` first, in its order, then the others as met."""
     values = list(dict.fromkeys(values))
     return [v for v in preferred if v in values] + [v for v in values if v not in preferred]
 
 
-def _label(model: str) -> str:
+def model_label(model: str) -> str:
+    """What a legend calls `model`: the paper's name for ours, the class name for River's."""
     return _LABELS.get(model, model.removeprefix("river:").rpartition(".")[2] or model)
 
 
@@ -35,7 +38,7 @@ def _draw(ax, curves: pd.DataFrame, models, colours, limit=None) -> None:
         table = g.pivot_table(index="position", columns="trial", values="faded_error")
         mean = table.mean(axis=1)
         ax.plot(mean.index, 100 * mean.to_numpy(), color=colours[model], lw=1.2,
-                label=_label(model))
+                label=model_label(model))
         if table.shape[1] > 1:  # a band of one standard deviation over the trials
             sd = table.std(axis=1, ddof=1).to_numpy()
             ax.fill_between(mean.index, 100 * (mean - sd), 100 * (mean + sd),
@@ -60,8 +63,8 @@ def draw_figure(curves: pd.DataFrame, zoom: int = 50_000):
     from matplotlib.ticker import FuncFormatter
 
     check_curves(curves)
-    streams = _ordered(curves.stream, _STREAM_ORDER)
-    models = _ordered(curves.model, _MODEL_ORDER)
+    streams = ordered(curves.stream, STREAM_ORDER)
+    models = ordered(curves.model, _MODEL_ORDER)
     colours = {m: plt.cm.tab10(i % 10) for i, m in enumerate(models)}
 
     fig, axes = plt.subplots(len(streams), 2, figsize=(11, 3.6 * len(streams)), squeeze=False)

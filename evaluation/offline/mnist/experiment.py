@@ -16,7 +16,7 @@ section 5.2 and appendix C.1 of the paper:
 
 The settings of each table row live in `configs/mnist_<model>.toml`. `run_protocol` runs
 the same protocol over another data set (`DataSet`): the 20 NewsGroups runner
-(`evaluation.newsgroups`) is one.
+(`evaluation.offline.newsgroups`) is one.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .arguments import assignment, floats, positive_int
-from .mnist_data import (  # noqa: F401 (the public names this module always had)
+from ...runs.arguments import assignment, floats, positive_int
+from .data import (  # noqa: F401 (the public names this module always had)
     ENV_VAR,
     FILES,
     MNIST,
@@ -45,7 +45,7 @@ from .mnist_data import (  # noqa: F401 (the public names this module always had
     read_idx,
     split_indices,
 )
-from .mnist_table import (  # noqa: F401
+from .table import (  # noqa: F401
     MNIST_TABLE,
     PAPER_ROWS,
     PaperTable,
@@ -54,13 +54,10 @@ from .mnist_table import (  # noqa: F401
     summary_markdown,
     write_outputs,
 )
-from .mnist_trainer import (  # noqa: F401
+from .trainer import (  # noqa: F401
     BLAS_THREAD_VARS,
     MODELS,
     TrialSpec,
-    _blas_threads,
-    _environment,
-    _single_threaded_blas,
     batch_plan,
     build_model,
     error_rate,
@@ -153,7 +150,7 @@ def load_settings(args, experiment: str = "mnist") -> dict:
     """The config of `args.model` (or `args.config`; default `configs/<experiment>_<model>.toml`)
     with the flags on top; `--quick` (where a command has it) keeps one trial, one epoch and
     the grid's first point before the other flags apply."""
-    from . import registry
+    from ...runs import registry
 
     path = registry.config_path(args.config or f"{experiment}_{args.model}")
     try:
@@ -324,7 +321,7 @@ def run_protocol(args, data_set: DataSet, experiment: str) -> int:
         for spec in selection_specs[:1] + trial_specs[:1]:  # bad settings fail now, not later
             split_indices(data.train_labels, spec.labels, spec.validation, spec.split_seed)
             build_model(spec, data.train_images.shape[1], n_classes)
-        from .experiment import check_writable
+        from ...runs.experiment import check_writable
 
         check_writable(out)
         directory = data_set.share(data, Path(out))
