@@ -34,8 +34,8 @@ digits, shuffled by the seed), `mnist` (the user's IDX directory, `--mnist DIR`;
 `--instances` of the shuffled training images), `phishing`, `bananas` and `sea` (River's
 `Phishing`, `Bananas` and `synth.SEA(noise=0.1)`), and any River dataset or generator by name
 (`river:datasets.Elec2`, `river:datasets.synth.Hyperplane`). By name only: `clusters` and
-`clusters-across` (`evaluation.clusters`: where the cluster assumption holds, and where the
-classes cut across the clusters).
+`clusters-across` (`evaluation.experiments.clusters`: where the cluster assumption holds,
+and where the classes cut across the clusters).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream
 #: The development suite's streams (the ones we tune on).
 STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
 
-#: Streams built to test the cluster assumption (`evaluation.clusters`), by name only.
+#: Streams built to test the cluster assumption (`experiments.clusters`), by name only.
 PLANTED = ("clusters", "clusters-across")
 
 #: River's peers, which learn the labeled rows only (their pipelines: `make_learner`).
