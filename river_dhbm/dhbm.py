@@ -154,7 +154,7 @@ class DHBM(HybridClassifier):
     ... )
     >>> model = DHBM(seed=1)
     >>> evaluate.progressive_val_score(dataset.take(2000), model, PrequentialError())
-    PrequentialError: 38.53%
+    PrequentialError: 41.46%
 
     The array path is much faster. On this stream the faded error comes down towards the Bayes
     error (0.26) as the model matures (see the Notes):

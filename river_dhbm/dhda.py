@@ -140,7 +140,7 @@ class DHDA(HybridClassifier):
 
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 57.15%
+    Accuracy: 56.75%
 
     Notes
     -----

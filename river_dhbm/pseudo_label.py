@@ -107,7 +107,7 @@ class PseudoLabelMLP(HybridClassifier):
 
     >>> model = PseudoLabelMLP(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 57.31%
+    Accuracy: 56.67%
 
     Notes
     -----
