@@ -34,86 +34,66 @@ class DHDA(HybridClassifier):
     hidden layer is encoded from the corrupted layer below AND the corrupted layer above, paper
     eqs. 12-13) and share one joint predictor `p(y | h) = softmax(sum_l U^l^T h^l + d)`. A
     recognition network guesses the hidden layers in one bottom-up pass; `mf_steps` sweeps of
-    the corrupted encoders refine the guess into the mean-field statistics, and the model learns
-    by back-propagating, in every layer, the error of reconstructing the layer's clean input and
-    the error of the joint predictor (mean-field back-propagation, paper Algorithm 3). Labeled
-    rows (weight `alpha`) use their label, unlabeled rows (weight `beta`) a proxy label from the
-    model's own prediction (paper eq. 15).
-
-    `learn_one(x)` (or `y=None`, or `labeled=False`) is an unlabeled instance; instances are
-    buffered and every `batch_size` of them trigger one update.
+    the corrupted encoders refine the guess, and the model learns by back-propagating, in every
+    layer, the error of reconstructing the layer's clean input and the error of the joint
+    predictor (mean-field back-propagation, paper Algorithm 3). Labeled rows (weight `alpha`)
+    use their label, unlabeled rows (weight `beta`) a proxy label from the model's own
+    prediction (paper eq. 15). `learn_one(x)` without a label is an unlabeled instance.
 
     Parameters
     ----------
     hidden_sizes
         Number of units of each hidden layer, bottom to top (any depth >= 1).
     corruption
-        Masking-noise probability: each input and hidden activity read by an encoder is set to
-        0 with this probability during learning (paper: 0.15 online), in [0, 1).
+        Masking-noise probability of each input and hidden activity an encoder reads while
+        learning (paper: 0.15 online), in [0, 1).
     loss
-        Reconstruction loss: `"ce"`, cross-entropy through logistic decoders, or `"mse"`,
-        squared error through decoders with the `activation` of the hidden units (e.g. ReLU).
+        Reconstruction loss: `"ce"` (cross-entropy, logistic decoders) or `"mse"` (squared
+        error, decoders with the hidden `activation`).
     mf_steps
-        Corrupted encoder sweeps run from the recognition network's guess during learning
-        (>= 1); the last one supplies the statistics the gradients are taken at.
+        Corrupted encoder sweeps from the recognition guess while learning (>= 1).
     learning_rate
         Step size of every parameter.
     alpha
         Weight of the labeled rows' loss.
     beta
-        Weight of the unlabeled rows' loss (the final value if `beta_schedule` is set).
+        Weight of the unlabeled rows' loss (the final value under `beta_schedule`).
     beta_schedule
-        `None` (constant `beta`) or `(T1, T2)`: beta is 0 up to update `T1`, rises linearly
-        to `beta` at update `T2`, then stays (paper eq. 17, counted in mini-batch updates).
+        `None` or `(T1, T2)`: beta 0 up to update `T1`, linear up to `beta` at `T2` (eq. 17).
     dropout
-        Probability of dropping each hidden unit during learning (paper: 0.5); the same mask
-        holds for the recognition pass, the sweeps and the error deltas; predictions scale the
-        activities by the keep probability.
+        Probability of dropping each hidden unit while learning (paper: 0.5).
     pseudo_label
-        Proxy label of an unlabeled row: `"soft"` (the predicted class probabilities) or
-        `"hard"` (the predicted class, as the pseudo-label of Lee, 2013).
+        Proxy label: `"soft"` (the predicted probabilities) or `"hard"` (the predicted class).
     discriminative_weight
-        Weight of the direct discriminative gradient of `-log p(y | x)` (paper footnote 3)
-        back-propagated through the label weights and the recognition network; 0 turns it off
-        (the paper's setting).
+        Weight of the direct gradient of `-log p(y | x)` (paper footnote 3); 0: off.
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     slow_upper_layers
         Whether the layers above the first start small (`UPPER_INIT` of Glorot's weights) and
         take `UPPER_STEP` of the step (see the Notes); off under `paper()`.
     optimizer
-        `"adam"` (Kingma & Ba, 2015) or `"sgd"` (the paper's plain gradient steps); with
-        `slow_upper_layers` the layers above the first take `UPPER_STEP` of either step.
+        `"adam"` (Kingma & Ba, 2015) or `"sgd"` (the paper's plain gradient steps).
     init
-        Initial weights of the first layer: `"centred"` (Glorot's uniform bound times
-        `network.centred_scale(depth)`, 3 for one layer, each unit's bias putting its
-        hyperplane through a random point of the input box [0, 1]^D, see the Notes) or
-        `"glorot"` (Glorot's bound, biases 0: the paper-era default, used by `paper()`).
+        First layer: `"centred"` or `"glorot"` (`paper()`'s), as for `DHBM`.
     learn_unlabeled
-        `False`: the unlabeled rows' reconstruction and proxy labels are off, all else is
-        unchanged (the ablation; see `DHBM`).
+        `False`: the unlabeled rows' reconstruction and proxy labels are off (the ablation).
     safe_unlabeled
         Whether the prediction mixes the network with a labeled-only twin (see `DHBM`).
     steps
-        Gradient steps each update takes on its mini-batch and replayed rows (one kernel
-        call either way; see `DHBM`).
+        Gradient steps each update takes on its mini-batch and replayed rows (see `DHBM`).
     warm_start
-        Labeled rows up to which every update takes `steps` steps, fewer after (see `DHBM`);
-        `None`: always `steps`.
+        Labeled rows up to which every update takes `steps` steps, fewer after (see `DHBM`).
     replay
-        Labeled rows of the label memory learnt again in every update (see `DHBM`).
+        Labeled rows of the label memory learnt again in every step (see `DHBM`).
     memory_size
         Latest labeled rows kept in the label memory.
     confidence
-        Predicted probability from which an unlabeled row is learnt as its predicted class
-        (after 50 labels); `None` turns these proxy labels off.
+        Predicted probability making an unlabeled row a labeled one (after 50 labels).
     dtype
-        Precision of the parameters and of the update's arithmetic: `"float64"`, or
-        `"float32"` (single precision: about twice as fast for wide layers, e.g. MNIST's).
+        `"float64"` or `"float32"` (single precision, faster for wide layers).
     drift_detector
-        A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
-        learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
+        A River detector fed the labeled rows' 0/1 errors; its alarm restarts the fast
+        learning. Default `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -128,7 +108,6 @@ class DHDA(HybridClassifier):
 
     Examples
     --------
-
     >>> from river import evaluate, metrics
     >>> import streams
     >>> from river_dhbm import DHDA
@@ -137,106 +116,37 @@ class DHDA(HybridClassifier):
     ...     streams.LEDDrift(seed=1, noise_percentage=10, n_drift_features=4),
     ...     label_ratio=0.1, batch_size=20, seed=2,
     ... )
-
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
     Accuracy: 56.75%
 
     Notes
     -----
-    The prediction is the network's own: one recognition pass and the joint predictor; with
-    labels permuted over the rows the model stays at chance (`tests/test_dhda.py`). By
-    default it is mixed with its labeled-only twin's (`safe_unlabeled`, see `DHBM`).
+    The prediction is one recognition pass and the joint predictor (no sweep, no
+    corruption), mixed with a labeled-only twin's under `safe_unlabeled` (see `DHBM`).
+    The defaults are the `DHBM`'s, for its reasons (steps, label memory, centred first layer,
+    bounded rectifiers, the KL step at `discriminative_weight=10`), and:
 
-    Defaults, chosen on the development suite as for `DHBM` (docs/results.md): one hidden
-    layer of 64 bounded rectifiers, Adam with step 0.003 (`optimizer`), `steps=8` gradient
-    steps per update, each on the mini-batch and 20 rows of the label memory, first-layer
-    units centred in the input box (`init`), the discriminative gradient at weight 10,
-    `beta=0.1`, confident proxy labels (`confidence=0.9` after 50 labels). Plain gradient
-    steps at 0.01 with one step per update (the old defaults) left the network at chance on
-    small data sets (digits at 100 % labels: 0.11).
+    - `beta=0.1`: unlabeled rows reach the prediction through the KL step and the encoders'
+      reconstruction of them; a larger beta gained on images and cost Waveform.
+    - `corruption=0.0`, one layer: masking noise and a second layer cost on the stationary
+      streams (the hidden layer's reconstruction term pulls against the labels).
+    - `slow_upper_layers` (not in the paper): the layers above the first start at a tenth of
+      Glorot's weights and take `UPPER_STEP` of the step, so a deep stack starts as its
+      first layer and learns about as well; sweeps otherwise feed layer 1 the random
+      top-down input of layer 2.
+    - Bounded rectifiers: each sweep adds the top-down input to the bottom-up one, and with
+      unbounded units the activities, their targets and the weights grow each other to NaN;
+      bounded, every target stays in [0, 1]. (The `PseudoLabelMLP` has no such loop.)
+    - A maturing model and concept changes are handled as the `DHBM`'s.
 
-    - Unlabeled rows reach the prediction through the KL step (paper eq. 11): the recognition
-      network is pulled towards the corrupted encoders' activities of every row, and the
-      encoders learn to reconstruct the unlabeled rows too. Against the
-      `learn_unlabeled=False` ablation at 1 % labels (2 seeds of 20,000 rows): MNIST +0.041,
-      digits +0.023, LED +0.024, Waveform +0.008, Phishing +0.009, Bananas -0.008, SEA
-      +0.010. `beta=1` gained more on the images (MNIST +0.051) but cost Waveform 0.016.
-    - The discriminative gradient's weight of 10 keeps the KL pull from outweighing the
-      labels (LED at 10 %: 0.597 at weight 1, 0.609 at 10).
-
-    Choices where the paper leaves details open, each pinned by a test:
-
-    - Parameters: the DHBM's set and layout (`kernels`): tied weights `W^l` (the decoder of
-      layer `l` is `W^l^T`), hidden biases `b^l`, label weights `U^l`, visible bias `c`, class
-      bias `d`, recognition weights `R^l, r^l`. The decoder of a hidden layer reuses that
-      layer's bias `b^{l-1}` (as the DHBM's top-down conditional does), the input decoder `c`.
-    - Initialisation as the DHBM (`init`, and see `slow_upper_layers` below): `W^l` uniform
-      in `+-sqrt(6 / (H_{l-1} + H_l))` (the first layer centred in the input box under
-      `init="centred"`), the recognition network a copy of `W^l, b^l` (then trained on its
-      own, its weights doubled below the top layer), other biases and label weights 0; a new
-      class starts at 0.
-    - Steps: as the DHBM's, each step the whole update on the mini-batch and its own
-      replayed rows, with the same dropout and corruption masks; Adam counts every step,
-      and under `slow_upper_layers` scales the upper layers' Adam steps by `UPPER_STEP`.
-    - Encoders take no label input (eq. 12). Corruption: a fresh mask per sweep, one per
-      layer's activities (input and hidden), shared by the encoders reading it from below
-      and from above; the reconstruction targets are the clean activities.
-    - Gradients (Algorithm 3, made exact): the gradient of `sum_l recon_l + -log p(T | mu)`
-      with the corrupted activities the last sweep read held fixed; so each layer's
-      encoder weights get its own reconstruction and output errors (times `phi'`, which
-      Algorithm 3 leaves out) from below and, through the top-down term, from the layer
-      under it. Dropped units: out of the statistics, their deltas and their reconstruction
-      scores.
-    - Each subset's loss is averaged over its own rows: `alpha / n_labeled` per labeled row,
-      `beta / n_unlabeled` per unlabeled row. Proxy labels come from the recognition pass.
-    - Recognition step: the exact gradient of the layer-wise cross-entropy to the mean-field
-      activities (paper eq. 11; squared error for ReLU units), plus the discriminative term.
-    - Predictions: `p(y | x)` from one recognition pass (no sweeps, no corruption): on
-      stationary LED with 10 % labels a clean encoder sweep after it predicted worse
-      (faded error 0.326 against 0.311 after 100,000 instances).
-    - Defaults (measured on the stationary LED and Waveform streams with 10 % labels, faded
-      error over the last 50,000 of 200,000 instances): one hidden layer, no corruption and
-      a small step learn best (0.270 / 0.162). A second layer hurt (LED 0.323 with 64-64),
-      through the hidden layer's reconstruction term (0.282 without it), and masking noise
-      hurt on Waveform (0.182 at 0.15). The paper's settings are `DHDA.paper()`.
-    - `slow_upper_layers` (not in the paper; off under `paper()`): the layers above the first
-      start small (`UPPER_INIT`, a tenth of the Glorot weights, their recognition copies too)
-      and take 0.03 of the step (`UPPER_STEP`: `W^l, b^l, U^l, R^l, r^l`, `l >= 2`); the first
-      layer, `c` and `d` the full one. Measured (10 % labels, seeds 1-2, widths 64, depth
-      2 / 3 / 4): LED 0.294 / 0.287 / 0.301 before, 0.263 / 0.263 / 0.264 after (one layer
-      0.261); Waveform 0.145 / 0.161 / 0.170 before, 0.147 / 0.146 / 0.146 after (one layer
-      0.145); at the paper's widths (4 x 24 on LED, 4 x 40 on Waveform) 0.366 / 0.158 before,
-      0.304 / 0.144 after (one layer 0.298 / 0.145). The small start matters where the layers
-      are narrow: with the step alone (a tenth) 2 x 24 stayed at 0.315 on LED (0.309 at 0.01
-      of the step), since the sweep feeds layer 1 the random top-down input of layer 2. A
-      step of `1/depth` for those layers left 2 x 64 at 0.277 on LED, slowing only the
-      weights left 4 x 64 at 0.170 on Waveform, only `U^l` 2 x 64 at 0.288 on LED. One layer
-      is unchanged.
-    - A maturing model and concept changes: as the `DHBM`'s (its Notes): past `warm_start`
-      labels the step shrinks (`scarce_labels.step_scale`) and the generative terms weigh
-      `scarce_labels.generative_share`; a rise of the labeled rows' error seen by
-      `drift_detector` makes the model young again (`river_dhbm.change`).
-    - `activation="relu"` is the rectifier bounded to [0, 1], `min(max(z, 0), 1)` (slope 1
-      in between, 0 outside). With the plain rectifier, four ReLU layers of 24 reached NaN
-      within 4-8 updates on LED even at `learning_rate=0.001`: each encoder sweep adds the
-      top-down input `mu^{l+1} W^{l+1}^T` to the bottom-up one, so the activities exceed the
-      recognition guess (`max mu` 13-21 against `max v` 5-13 at the first update), the
-      squared-error recognition targets and the reconstruction errors grow with the square
-      of the activities, and the larger weights raise the next sweep's activities again (a
-      positive loop: 1e2 at update 3, 1e75 at update 7). Bounding the units cuts the loop
-      at its source and keeps every term well defined: activities, their targets and the
-      hidden reconstruction targets stay in [0, 1] (the range of the sigmoid, so a
-      cross-entropy decoder of a hidden layer has valid targets). The same four layers then
-      stay finite over 20,000 instances (`tests/test_relu_stability.py` pins 4,000). The
-      `PseudoLabelMLP` keeps the plain rectifier: it has no feedback loop.
+    docs/models/dhda.md has the figures behind these and the choices where the paper is
+    vague, each pinned by a test; `paper()` has the paper's settings.
 
     References
     ----------
-    [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised
-        Learning with Deep Hybrid Boltzmann Machines and Denoising Autoencoders.
-        arXiv:1511.06964.
-
+    [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised Learning with
+        Deep Hybrid Boltzmann Machines and Denoising Autoencoders. arXiv:1511.06964.
     """
 
     _PAPER_SETTINGS = {

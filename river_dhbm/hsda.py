@@ -58,48 +58,37 @@ class HSDA(HybridClassifier):
     alpha
         Weight of the labeled rows' loss.
     beta
-        Weight of the unlabeled rows' loss (the final value if `beta_schedule` is set).
+        Weight of the unlabeled rows' loss (the final value under `beta_schedule`).
     beta_schedule
-        `None` (constant `beta`) or `(T1, T2)`: beta is 0 up to update `T1`, rises linearly
-        to `beta` at update `T2`, then stays (paper eq. 17, counted in mini-batch updates).
+        `None` or `(T1, T2)`: beta 0 up to update `T1`, linear up to `beta` at `T2` (eq. 17).
     dropout
-        Probability of dropping each hidden unit during learning; predictions scale the
-        activities by the keep probability.
+        Probability of dropping each hidden unit while learning.
     pseudo_label
-        Proxy label of an unlabeled row: `"soft"` (the ensemble's class probabilities) or
-        `"hard"` (its predicted class).
+        Proxy label: `"soft"` (the ensemble's probabilities) or `"hard"` (its predicted class).
     activation
         Hidden units: `"sigmoid"` or `"relu"` (a rectifier bounded to [0, 1], see the Notes).
     init
-        Initial weights of every layer: `"centred"` (as `DHDA`'s first layer: Glorot's
-        bound times `network.centred_scale(depth)`, each unit's hyperplane through a random
-        point of the layer's input box [0, 1]^H) or `"glorot"` (Glorot's bound, biases 0: the
-        papers' and `paper()`'s).
+        Every layer: `"centred"` (as `DHDA`'s first layer) or `"glorot"` (`paper()`'s).
     steps
-        Gradient steps each update takes, each on the mini-batch and its own replayed rows
-        (one kernel call either way; see `DHBM`).
+        Gradient steps each update takes, each on the mini-batch and its own replayed rows.
     warm_start
-        Labeled rows up to which every update takes `steps` steps, fewer after (see `DHBM`);
-        `None`: always `steps`.
+        Labeled rows up to which every update takes `steps` steps, fewer after (see `DHBM`).
     learn_unlabeled
-        `False` turns off all learning from unlabeled rows (each layer's reconstruction of
-        them, the proxy labels) and nothing else: the ablation of `DHBM`'s parameter.
+        `False`: no learning from unlabeled rows, nothing else changed (the ablation).
     safe_unlabeled
         Whether the prediction mixes the network with a labeled-only twin (see `DHBM`).
     weighted_layers
         Whether the prediction weights each layer's predictor by its recent log-loss on the
         labels (see the Notes); `False`: the plain mean of the layers (the paper's settings).
     replay
-        How many rows of the label memory each update adds (see `DHBM`).
+        How many rows of the label memory each step adds (see `DHBM`).
     memory_size
         Size of the label memory, in labeled rows.
     confidence
-        The ensemble's probability at which an unlabeled row becomes a proxy label (after
-        50 labels; `None`: never).
+        The ensemble's probability making an unlabeled row a labeled one (after 50 labels).
     drift_detector
-        A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
-        learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
+        A River detector fed the labeled rows' 0/1 errors; its alarm restarts the fast
+        learning. Default `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
@@ -114,7 +103,6 @@ class HSDA(HybridClassifier):
 
     Examples
     --------
-
     >>> from river import evaluate, metrics
     >>> import streams
     >>> from river_dhbm import HSDA
@@ -123,111 +111,39 @@ class HSDA(HybridClassifier):
     ...     streams.LEDDrift(seed=1, noise_percentage=10, n_drift_features=4),
     ...     label_ratio=0.1, batch_size=20, seed=2,
     ... )
-
     >>> model = HSDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
     Accuracy: 55.46%
 
     Notes
     -----
-    Defaults, as the DHDA's (issue 27; see its Notes): one layer of 64 bounded rectifiers,
-    Adam with step 0.003 (`optimizer`, counting every step), `steps=8` gradient steps per
-    update, each on the mini-batch and its own 20 rows of the label memory, tapering after
-    `warm_start=250` labels, every layer centred in its input box (`init`), the predictors'
-    loss at weight 10 (`discriminative_weight`), `beta=0.1`. `paper()` keeps the old
-    learning step exactly (one plain gradient step per update, Glorot weights, weight 1).
-    Measured on the development suite (`python -m evaluation suite --streams
-    led,waveform,digits,phishing,bananas,sea --instances 10000 --seeds 2`, whole-stream
-    accuracy at 100 / 10 / 1 % labels, mean of seeds 1-2): the old defaults (SGD 0.015, one
-    step, sigmoid units, 4 replayed rows) stayed near chance (digits 0.11 / 0.11 / 0.10,
-    LED 0.22 / 0.16 / 0.14, Bananas 0.54 / 0.53 / 0.52); the defaults reach digits 0.873 /
-    0.737 / 0.411, LED 0.713 / 0.596 / 0.347, Waveform 0.844 / 0.808 / 0.728, Phishing
-    0.890 / 0.849 / 0.571, Bananas 0.744 / 0.703 / 0.657, SEA 0.872 / 0.863 / 0.768 (River's
-    `LogisticRegression` on the same labels: digits 0.902 / 0.710 / 0.357, LED 0.728 / 0.644
-    / 0.410, Waveform 0.852 / 0.815 / 0.737, Phishing 0.891 / 0.855 / 0.616, Bananas 0.537 /
-    0.541 / 0.534, SEA 0.881 / 0.865 / 0.741); MNIST (`--streams mnist`, the same runs'
-    settings) 0.830 / 0.766 / 0.542 (`LogisticRegression` 0.811 / 0.722 / 0.549, seeds 1-3,
-    docs/results.md). LED stays 0.05 short of the linear model at 10 % labels. Each mechanism
-    against the defaults (same runs): `discriminative_weight=1` costs digits 0.021 and LED
-    0.013 at 100 %, Bananas 0.013 at 10 %; `init="glorot"` costs Bananas 0.06 and Phishing 0.02
-    at 100 % and 10 % (it gains digits 0.01-0.02, as for the
-    DHDA); sigmoid units leave Bananas at 0.54.
+    Defaults, as the DHDA's and for its reasons: one layer of 64 bounded rectifiers, Adam
+    (0.003), `steps=8` per update on the mini-batch and 20 rows of the label memory,
+    tapering after `warm_start=250` labels, every layer centred in its input box,
+    `beta=0.1`; and:
 
-    Unlabeled rows (against the `learn_unlabeled=False` ablation, same runs; mean ± s.e. of
-    the paired differences) reach the prediction through each layer's reconstruction of
-    them only (beta 0.1 against the predictors' weight 10; a soft proxy label is the layer's
-    own prediction, whose gradient vanishes for one layer; no KL step). They pay on MNIST:
-    +0.085 ± 0.042 at 1 % labels (0.542 against 0.458), +0.034 ± 0.000 at 10 %. Elsewhere
-    at 1 % labels: Waveform +0.018 ± 0.006, LED +0.016 ± 0.012, Bananas +0.009 ± 0.007,
-    digits +0.006 ± 0.007, Phishing +0.002, SEA -0.004 ± 0.004; at 10 % at most +0.008
-    (digits), at 100 % none. On ten Gaussian clusters in 50-D at 0.5 % labels
-    (`tests/test_unlabeled_gain.py`, 3 seeds of
-    6,000 rows, array path) -0.003 ± 0.004, where the DHDA gains +0.055: the HSDA does not
-    meet issue 27's bar of +0.02 there. On the array path without a scaler Bananas loses
-    0.026 ± 0.018 at 1 % and 0.020 ± 0.005 at 10 % (noisy hyperplane: -0.002 at 1 %,
-    +0.004 at 10 %).
+    - `discriminative_weight=10`: the papers' plain sum (weight 1) cost accuracy on the digits,
+      LED and Bananas.
+    - Unlabeled rows reach the prediction only through each layer's reconstruction of them
+      (there is no KL step), so they pay on images and little elsewhere.
+    - `weighted_layers` (not in the papers): layer `l`'s predictor weighs
+      `softmax_l(-LAYER_WEIGHT_SHARPNESS * loss_l)`, `loss_l` its running log-loss on each
+      mini-batch's own labels before they are learnt (about the last 1,000 labels), so the
+      layers predicting best lead and deep stacks do as well as one layer.
+    - Bounded rectifiers: a layer above reconstructs the one below, and with the
+      cross-entropy decoder targets above 1 make the loss unbounded below (NaN).
+    - A maturing model and concept changes are handled as the `DHBM`'s.
 
-    Scarce labels (`river_dhbm.scarce_labels`, as for `DHBM`; measured with the defaults
-    before issue 27 on stationary LED / Waveform, seeds 1-5, columns 0.1 % / 1 % / 10 %
-    labels): without the label memory (`replay=0`)
-    LED 0.852 / 0.442 / 0.269, Waveform 0.631 / 0.375 / 0.168; without the confident proxy
-    labels (`confidence=None`, the ensemble's prediction is what must reach 0.9) LED 0.462 /
-    0.276 / 0.264, Waveform 0.163 / 0.150 / 0.144: no change beyond the standard errors.
-
-    Choices where the papers leave details open, each pinned by a test:
-
-    - Layer `l` owns `W^l` (encoder, and transposed its decoder), an encoder bias, a decoder
-      bias, a predictor `U^l` and a class bias, laid out as a one-layer net of the shared
-      layout (`network.param_layout((H_{l-1}, H_l), C)`, recognition columns unused).
-    - A layer's input is the clean (uncorrupted) activity of the layer below, dropout masks
-      applied, computed with the parameters before the update; the layer corrupts it, encodes
-      it, and learns to reconstruct it and to predict the target from that encoding. Dropped
-      input units are not scored.
-    - Proxy labels come from the ensemble (the model's prediction); each subset's loss is
-      averaged over its own rows (`alpha / n_labeled`, `beta / n_unlabeled`).
-    - Initialisation: `W^l` uniform in `+-sqrt(6 / (H_{l-1} + H_l))` (scaled by
-      `network.centred_scale` under `init="centred"`, each encoder bias then putting its
-      unit's hyperplane through a point drawn uniformly in [0, 1]^{H_{l-1}}, drawn after the
-      layer's weights), other biases and predictors 0.
-    - Steps: as the DHDA's, each step the whole update on the mini-batch and its own
-      replayed rows, with the same dropout and corruption masks; Adam counts every step.
-    - A maturing model and concept changes: as the `DHBM`'s (its Notes): past `warm_start`
-      labels the step shrinks (`scarce_labels.step_scale`) and the generative terms weigh
-      `scarce_labels.generative_share`; a rise of the labeled rows' error seen by
-      `drift_detector` makes the model young again (`river_dhbm.change`).
-    - `activation="relu"` is the rectifier bounded to [0, 1] (as for `DHDA`): a layer above
-      reconstructs the layer below's activities, and with the default cross-entropy decoder
-      unbounded targets above 1 make the loss unbounded below (four plain ReLU layers of 24
-      reached NaN at update 159 on LED; bounded, finite over 20,000 instances).
-    - Predictions: the mean of the layers' `p(y | h^l)` on one clean pass (weighted by
-      `weighted_layers`, below).
-    - Defaults before issue 27 (plain gradient steps, one per update; stationary LED /
-      Waveform, 10 % labels, faded error over the last 50,000 of 200,000 instances): one
-      layer of 64, no corruption, step 0.015: LED 0.266 / 0.268,
-      Waveform 0.162 / 0.161 / 0.159 (seeds 1 / 2 / 3; Bayes 0.260 / 0.133). The step is a
-      narrow optimum on Waveform (seed 1: 0.007 gave 0.179, 0.01 0.1635 (seed 2: 0.161, LED
-      0.267 / 0.269), 0.02 0.166); a second layer did not help (64-64: 0.276 / 0.177),
-      nor 128 units (Waveform 0.176); masking noise 0.15 and a larger step hurt (32-32,
-      0.15, 0.05: 0.321 / 0.237).
-    - `weighted_layers` (not in the papers; off under `paper()`): layer `l`'s predictor
-      weighs `softmax_l(-LAYER_WEIGHT_SHARPNESS * loss_l)`, `loss_l` its running log-loss
-      (decay `LAYER_LOSS_DECAY` per label) on each mini-batch's own labels, scored on the
-      prediction-mode pass before they are learnt (exponential weights over about the last
-      1,000 labels; replayed and proxy-labeled rows are not scored). Measured (10 % labels,
-      seeds 1-2, widths 64, depth 2 / 3 / 4): LED 0.266 / 0.268 / 0.273 before, 0.262 /
-      0.263 / 0.262 after (one layer 0.262); Waveform 0.148 / 0.150 / 0.154 before, 0.147 /
-      0.145 / 0.148 after (one layer 0.144). A tenth of the step for the layers above the
-      first (the DHDA's fix) made depth 4 worse on Waveform (0.162): their own predictors
-      learn slower. One layer is unchanged.
+    `paper()` keeps the papers' learning step exactly (one plain gradient step per update,
+    Glorot weights, weight 1). docs/models/hsda.md has the figures behind these defaults and
+    the choices where the papers are vague, each pinned by a test.
 
     References
     ----------
-    [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised
-        Learning with Deep Hybrid Boltzmann Machines and Denoising Autoencoders.
-        arXiv:1511.06964.
+    [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised Learning with
+        Deep Hybrid Boltzmann Machines and Denoising Autoencoders. arXiv:1511.06964.
     [^2]: Ororbia, A. G., Reitter, D., Wu, J., & Giles, C. L. (2015). Online learning of deep
         hybrid architectures for semi-supervised categorization. ECML PKDD.
-
     """
 
     _PAPER_SETTINGS = {

@@ -55,10 +55,7 @@ class PseudoLabelMLP(HybridClassifier):
         and changes nothing else (the same batches, updates and draws): the ablation that
         measures what the pseudo-labels are worth.
     safe_unlabeled
-        Whether the prediction mixes the network with a labeled-only twin by their log loss
-        on the labeled rows, so that unlabeled rows never cost more than `ln 5` of cumulative
-        log loss (`river_dhbm.safety`; `unlabeled_trust` is the network's weight). Only with
-        `learn_unlabeled`; `False`: the network alone predicts (the paper's settings).
+        Whether the prediction mixes the network with a labeled-only twin (see `DHBM`).
     deep_identity
         Whether the hidden layers above the first start as the identity (the network starts
         as its one-layer net) and take `UPPER_STEP` times the step (see the Notes); `False`:
@@ -111,21 +108,15 @@ class PseudoLabelMLP(HybridClassifier):
 
     Notes
     -----
-    Defaults, as the hybrids' (issue 27; see `DHBM`): Adam with step 0.003, `steps=8`
-    gradient steps per update tapering after `warm_start=250` labeled rows, each step on the
-    mini-batch and `replay=20` rows of the label memory (`river_dhbm.scarce_labels`; Lee
-    trains offline for many epochs over his labels, a stream sees each once), the first
-    layer centred in the input box. The old defaults (plain steps of 0.01, one per update,
-    4 replayed rows, Glorot's weights) left the network near chance on small data sets:
-    whole-stream accuracy at 100 % / 10 % labels (2 seeds of 10,000 rows, `python -m
-    evaluation suite`) LED 0.40 / 0.15 then, 0.72 / 0.62 now; digits 0.39 / 0.10, now
-    0.89 / 0.75; Bananas 0.55 / 0.55, now 0.74 / 0.69. Unlike the hybrids it has no
-    confidence-gated proxy labels: its unlabeled rows get Lee's pseudo-labels, every row,
-    weighted `beta` (at 10 % labels worth between -0.017, Bananas, and +0.005, LED).
-
-    As the hybrids, past `warm_start` labels its step shrinks (`scarce_labels.step_scale`)
-    and a rise of its labeled rows' error seen by `drift_detector` makes it young again
-    (`river_dhbm.change`), so that it stays their yardstick over a stream's whole life.
+    Defaults, as the hybrids' and for their reasons (issue 27; see `DHBM`): Adam with step
+    0.003, `steps=8` gradient steps per update tapering after `warm_start=250` labeled rows,
+    each step on the mini-batch and `replay=20` rows of the label memory (Lee trains offline
+    for many epochs over his labels, a stream sees each once), the first layer centred in
+    the input box; one ReLU layer of 64 without dropout (dropout 0.5 learnt slower online).
+    Unlike the hybrids it has no confidence-gated proxy labels: its unlabeled rows get Lee's
+    pseudo-labels, every row, weighted `beta`. As the hybrids, past `warm_start` labels its
+    step shrinks and a rise of its labeled rows' error seen by `drift_detector` makes it
+    young again, so that it stays their yardstick over a stream's whole life.
 
     Choices where Lee (2013) and the paper leave room, each pinned by a test:
 
@@ -138,34 +129,14 @@ class PseudoLabelMLP(HybridClassifier):
     - Dropout masks hidden units only (not the input), with the same mask on their error
       deltas; at prediction the hidden units are multiplied by `1 - dropout`.
     - `optimizer="sgd"` is plain SGD (no momentum, no weight decay), as the paper's online
-      runs (`paper()`). Weights start uniform in `+-sqrt(6 / (fan_in + fan_out))`, biases at
-      0 (`init="glorot"`; `"centred"` scales the first layer's by `network.INIT_SCALE` and puts
-      each unit's hyperplane through a random point of the input box); output columns of a new
-      class start at 0. Layers use the shared layout of `kernels` (weights `[fan_in, fan_out]`):
-      the output layer is the top layer's label weights `U^L` and the class bias `d`.
-    - The first build's defaults (stationary LED / Waveform, 10 % labels, faded error over
-      the last 50,000 of 200,000 instances): one ReLU layer of 64, step 0.01, no dropout
-      (0.263 / 0.157), searched
-      over the paper's step range [0.01, 0.1], its dropout 0.5 and beta 0.1; dropout 0.5
-      learnt slower (0.265 / 0.160 at step 0.01) and steps of 0.05 or more ended higher
-      (0.277 / 0.184). The paper's settings (`PseudoLabelMLP.paper()`, 4 layers of 24 or 40)
-      sit near chance on LED (0.810) and at 0.454 on Waveform.
-    - With `optimizer="sgd"` (not in Lee 2013 nor the paper: both assume scaled input), an
-      update that leaves a weight beyond `DIVERGED` (100; trained weights stay below 1) or
-      not finite is undone, with a `RuntimeWarning`: a plain step grows with the features,
-      and one labeled row with a feature at 1e6 made every later prediction NaN. Adam's
-      steps are bounded by the step size and need no such guard.
+      runs (`paper()`); weights start Glorot-uniform, biases 0 (`init` as the hybrids').
+      An SGD update that leaves a weight beyond `DIVERGED` or not finite is undone, with a
+      `RuntimeWarning`: a plain step grows with the features (Adam's are bounded).
     - `deep_identity` (not in Lee 2013 nor the paper; off under `paper()`): the layers above
-      the first start as the identity and take 0.03 of the step (`UPPER_STEP`), so a deep
-      net starts as its one-layer net and its upper layers adapt slowly (a per-layer
-      initialisation and step, no change to the network). Measured (10 % labels, seeds 1-2,
-      widths 64, depth 2 / 3 / 4): Waveform 0.153 / 0.156 / 0.158 before, 0.147 / 0.145 /
-      0.146 after (one layer 0.145); LED 0.261 / 0.262 / 0.264 before, 0.260 / 0.259 / 0.258
-      after (one layer 0.258); at the paper's widths (4 x 24 on LED, 4 x 40 on Waveform)
-      0.283 / 0.159 before, 0.258 / 0.147 after (one layer 0.258 / 0.144). On Waveform at
-      depth 4 (widths 64), the identity start alone gave 0.157, with an upper step of
-      `1/depth` 0.152, of a tenth 0.149; He initialisation (gain 2 or 4) 0.161. One layer is
-      unchanged.
+      the first start as the identity and take `UPPER_STEP` of the step, so a deep net
+      starts as its one-layer net and learns about as well.
+
+    docs/models/pseudo-label-mlp.md has the figures behind these choices.
 
     References
     ----------

@@ -109,17 +109,12 @@ class SBEN(DHBM):
     learning step, see its Notes), so its recognition weights are not doubled, and its Adam
     step is the full `learning_rate` (each block is one layer deep).
 
-    Defaults, as the DHBM's (issue 27; see its Notes): bounded rectifiers, `steps=8` per
-    update tapering after `warm_start=250` labels, 20 replayed rows per step, blocks centred
-    in their input box, the KL step (`mf_steps=1`) with `beta=0.3` and the discriminative
-    gradient at weight 10. Measured on the development suite (`python -m evaluation suite`,
-    2 seeds of 10,000 rows; whole-stream accuracy at 100 / 10 / 1 % labels): one step per
-    update (the old defaults) left the stack near the majority class on Bananas and Phishing
-    (tracks: 54.6 % and 61.5 %); with the steps and sigmoid units digits reach 0.78 / 0.67
-    / 0.39 but Bananas stays at 0.55, with bounded rectifiers 0.84 / 0.68 / 0.28 and Bananas
-    0.79 / 0.74 / 0.70. The KL step is the unlabeled rows' channel, as in the DHBM: without
-    it they cost the digits 0.080 at 1 % (0.277 against the ablation's 0.357), with it they
-    add 0.021 (0.378) and Bananas 0.038 at 10 %; LED loses 0.010 at 100 % to it.
+    Defaults, as the DHBM's and for its reasons (issue 27; see its Notes): bounded
+    rectifiers, `steps=8` per update tapering after `warm_start=250` labels, 20 replayed rows
+    per step, blocks centred in their input box, the KL step (`mf_steps=1`) with `beta=0.3`
+    and the discriminative gradient at weight 10. One step per update left the stack near the
+    majority class on Bananas and Phishing, and sigmoid units left Bananas there; the KL step
+    is the unlabeled rows' channel, as in the DHBM (figures in docs/models/sben.md).
 
     A maturing stack and concept changes are handled as the `DHBM`'s (its Notes: the step and
     the generative terms shrink past `warm_start` labels, `drift_detector` restarts them).
@@ -131,12 +126,10 @@ class SBEN(DHBM):
 
     References
     ----------
-    [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised
-        Learning with Deep Hybrid Boltzmann Machines and Denoising Autoencoders.
-        arXiv:1511.06964.
+    [^1]: Ororbia, A. G., Giles, C. L., & Reitter, D. (2016). Online Semi-Supervised Learning with
+        Deep Hybrid Boltzmann Machines and Denoising Autoencoders. arXiv:1511.06964.
     [^2]: Ororbia, A. G., Reitter, D., Wu, J., & Giles, C. L. (2015). Online learning of deep
         hybrid architectures for semi-supervised categorization. ECML PKDD.
-
     """
 
     def __init__(

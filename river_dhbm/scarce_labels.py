@@ -21,8 +21,7 @@ from river_dhbm._input.params import _check_bool, _check_int, _check_range
 from river_dhbm._kernels.replay import confident_labels, memory_push, memory_replay
 
 #: Labeled rows a model must have learnt before its confident proxy labels start: a model fitted
-#: to a handful of labels is confidently wrong (measured on LED with 0.1 % labels, a prototype
-#: DHBM replaying 10 rows: 0.380 with no wait, 0.365 waiting for 50).
+#: to a handful of labels is confidently wrong (the measurement: docs/models/index.md).
 PSEUDO_LABEL_WARM_UP = 50
 
 

@@ -19,8 +19,9 @@ from river_dhbm._kernels import build
 
 __all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 
-#: Model class name -> (its learning kernel "module:function", seconds from a fresh process to
-#: its first prediction with an empty cache, measured by `bench first_use` on 2 idle cores).
+#: Model class name -> (its learning kernel "module:function", the seconds the notice quotes:
+#: from a fresh process to its first prediction with an empty cache, rounded from the table
+#: in docs/benchmarks.md, "The first use", which names the command).
 FIRST_KERNELS = {
     "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 11),
     "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 12),

@@ -58,7 +58,7 @@ COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 
 #: Widest layer (input included) up to which an update builds the weights' transposed mirror
 #: (`transpose_weights`): it pays for the streams' small products; at MNIST's 784 BLAS's own
-#: transposed path is as fast, and rebuilding it cost 2.8 ms of a 27 ms update (and 1.1 more).
+#: transposed path is as fast, and rebuilding the mirror is pure cost (docs/benchmarks.md).
 MIRROR_MAX_WIDTH = 255
 
 
@@ -256,7 +256,7 @@ def borrowed(a):
     """All of the writable C-contiguous `a` as a borrowed view (see `borrow`). A kernel that
     rebinds its buffers to these at its top passes them to every helper and product without
     reference counting: each call otherwise increments and decrements every array argument
-    atomically (about 3 % of a DHBM update)."""
+    atomically (a measurable share of a DHBM update, docs/benchmarks.md)."""
     return borrow(a, 0, a.shape)
 
 
@@ -281,8 +281,8 @@ def label_weights(theta, off, sizes, l, n_classes):
 
 @njit(**_JIT, **INNER)
 def widest(sizes):
-    """The largest of `sizes` (a loop: `np.max` compiles its reductions, a third of a second of
-    a model's first use)."""
+    """The largest of `sizes` (a loop: `np.max` compiles its reductions, which lengthens a
+    model's first use, docs/benchmarks.md)."""
     top = sizes[0]
     for i in range(1, sizes.shape[0]):
         top = max(top, sizes[i])
@@ -298,8 +298,8 @@ def layer(act, hcum, n, l):
 @njit(**_JIT, **INNER)
 def first_largest(v):
     """The index of the first largest value of the 1-d `v` (`np.argmax` for finite values;
-    a loop, because `np.argmax` compiles NumPy's reductions: a fifth of a second of a model's
-    first use). 0 for an empty `v`."""
+    a loop, because `np.argmax` compiles NumPy's reductions, which lengthens a model's first
+    use, docs/benchmarks.md). 0 for an empty `v`."""
     best = 0
     for k in range(1, v.shape[0]):
         if v[k] > v[best]:
@@ -413,8 +413,8 @@ def times_transposed(A, theta, theta_t, start, rows, cols, out, beta):
     `start` (the top-down terms and back-propagation). With a transposed mirror `theta_t`
     (`transpose_weights`; empty: none) it is a plain product with `M^T` read from the mirror.
     Why: OpenBLAS's small-matrix kernels (SkylakeX) refuse `A @ M^T` of row-major operands
-    for an inner dimension under 32, and its general path, which packs both operands, took
-    0.9 us for a 20 x 24 x 24 product against 0.56 us for the plain one."""
+    for an inner dimension under 32, and its general path, which packs both operands, is
+    much slower at the streams' sizes (docs/benchmarks.md)."""
     if theta_t.size > 0:
         gemm(A, borrow(theta_t, start, (cols, rows)), out, 1.0, beta, False, False)
     else:
