@@ -85,7 +85,7 @@ def ratio_tables(runs) -> str:
     followed by its ablation, then River's peers), a column per stream, mean ± standard error
     over seeds, the best mean of each column in bold, "not run" where a model did not run. The
     docs' results page shows the suite this way."""
-    from evaluation.experiments.suite import mean_and_error
+    from evaluation.experiments.suite_report import mean_and_error
     from evaluation.runs import registry
 
     mean, se = mean_and_error(runs)

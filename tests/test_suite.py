@@ -145,3 +145,24 @@ def test_without_capymoa_a_moa_peer_ends_in_one_line_with_the_install_hint(monke
     assert len(err.strip().splitlines()) == 1
     assert "moa:NaiveBayes, moa:HoeffdingTree, moa:SLEADE need capymoa" in err
     assert moa_peers.INSTALL_HINT in err
+
+
+def test_worth_table_pairs_each_model_with_its_ablation_seed_by_seed():
+    import pandas as pd
+
+    from evaluation.experiments.suite_report import worth_markdown
+
+    rows = []
+    for seed, (ours, alone, ablation) in enumerate([(0.70, 0.60, 0.65), (0.80, 0.82, 0.78)]):
+        for model, accuracy, trust in (("dhbm-mf", ours, 0.25),
+                                       ("dhbm-mf:safe_unlabeled=false", alone, 1.0),
+                                       ("dhbm-mf/labeled-only", ablation, float("nan")),
+                                       ("KNN", 0.5, float("nan"))):
+            rows.append(dict(stream="led", label_ratio=0.1, model=model, seed=seed,
+                             accuracy=accuracy, unlabeled_trust=trust))
+    lines = worth_markdown(pd.DataFrame(rows)).splitlines()
+    assert lines[2] == "| dhbm-mf | 0.1 | +0.035 (+0.020, +0.050), trust 0.25 |"
+    assert lines[3] == ("| dhbm-mf:safe_unlabeled=false | 0.1 | -0.005 (-0.050, +0.040), "
+                        "trust 1.00 |")
+    assert len(lines) == 4  # neither the ablation nor River's KNN gets a row
+    assert worth_markdown(pd.DataFrame([r for r in rows if "labeled-only" not in r["model"]])) == ""

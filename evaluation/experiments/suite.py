@@ -54,6 +54,7 @@ from ..runs.arguments import floats, names, positive_int
 from ..runs.files import atomic_write_all, check_writable, result_jobs
 from ..runs.warmup import announce
 from ..runs.workers import counting, process_pool
+from .suite_report import mean_and_error, plot, table_markdown, worth_markdown
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
            "mean_and_error", "run", "run_one"]
@@ -327,123 +328,6 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
                     rows[i] = r
                     bar.update()
     return pd.DataFrame(rows)
-
-
-def table_markdown(runs) -> str:
-    """Mean +- standard error over seeds: a row per model, a column per stream and ratio;
-    the best mean of each column in bold; n/a for a cell left out, with a footnote saying
-    why."""
-    if "skipped" not in runs:  # a CSV from before runs could be left out
-        runs = runs.assign(skipped="")
-    runs = runs.assign(skipped=runs["skipped"].fillna(""))
-    mean, se = mean_and_error(runs)
-    columns = [(s, r) for s in dict.fromkeys(runs["stream"])
-               for r in sorted(set(runs["label_ratio"]), reverse=True)]
-    lines = ["| model | " + " | ".join(f"{s} {r:g}" for s, r in columns) + " |",
-             "|---|" + "---:|" * len(columns)]
-    best = {c: max((mean[m, c[0], c[1]] for m in dict.fromkeys(runs["model"])
-                    if (m, *c) in mean), default=None) for c in columns}
-    left_out = runs[runs["skipped"] != ""]
-    skipped = set(zip(left_out["model"], left_out["stream"], left_out["label_ratio"]))
-    for m in dict.fromkeys(runs["model"]):
-        cells = []
-        for c in columns:
-            if (m, *c) not in mean:
-                cells.append("n/a" if (m, *c) in skipped else "")
-                continue
-            text = f"{mean[m, c[0], c[1]]:.3f} ± {se[m, c[0], c[1]]:.3f}"
-            cells.append(f"**{text}**" if mean[m, c[0], c[1]] == best[c] else text)
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    notes = []
-    for why, part in left_out.groupby("skipped", sort=False):
-        where = part.drop_duplicates("stream")
-        notes.append(f"n/a: {why}: " + ", ".join(
-            f"{s} ({n:,} rows)" if why.startswith("label ratio") else s
-            for s, n in zip(where["stream"], where["instances"])))
-    return "\n".join(lines) + "\n" + "".join(f"\n{n}\n" for n in notes)
-
-
-def mean_and_error(runs):
-    """Mean and standard error over seeds of each (model, stream, label ratio)."""
-    g = runs.groupby(["model", "stream", "label_ratio"])["accuracy"]
-    return g.mean().dropna(), g.sem().fillna(0.0)
-
-
-def worth_markdown(runs) -> str:
-    """What unlabeled rows are worth: each of our models' accuracy minus its labeled-only
-    ablation's, seed by seed (the same rows and label mask), as the mean and the range over
-    seeds, with the model's `unlabeled_trust` at the end (mean over seeds); a row per model
-    and label ratio, a column per stream. Empty when no ablation ran."""
-    runs = runs.dropna(subset=["accuracy"])
-    if "unlabeled_trust" not in runs:
-        runs = runs.assign(unlabeled_trust=float("nan"))
-    names = set(runs["model"])
-    pairs = {m: _ablation_of(m) for m in dict.fromkeys(runs["model"])
-             if _ablation_of(m) in names and _ablation_of(m) != m}
-    if not pairs:
-        return ""
-    key = ["stream", "label_ratio", "seed"]
-    stream_names = list(dict.fromkeys(runs["stream"]))
-    lines = ["| model | labels | " + " | ".join(stream_names) + " |",
-             "|---|---:|" + "---:|" * len(stream_names)]
-    for m, a in pairs.items():
-        ours = runs[runs["model"] == m].set_index(key)
-        ablation = runs[runs["model"] == a].set_index(key)["accuracy"]
-        cell = ["stream", "label_ratio"]
-        gain = (ours["accuracy"] - ablation).dropna().groupby(level=cell).agg(
-            ["mean", "min", "max"])
-        trust = ours["unlabeled_trust"].groupby(level=cell).mean()
-        for r in sorted(set(runs["label_ratio"]), reverse=True):
-            cells = []
-            for s in stream_names:
-                if (s, r) not in gain.index:
-                    cells.append("")
-                    continue
-                g, t = gain.loc[(s, r)], trust[(s, r)]
-                cells.append(f"{g['mean']:+.3f} ({g['min']:+.3f}, {g['max']:+.3f})"
-                             + ("" if np.isnan(t) else f", trust {t:.2f}"))
-            lines.append(f"| {m} | {r:g} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _ablation_of(name: str) -> str:
-    """The labeled-only ablation of our model `name` (`dhbm-mf:steps=4` ->
-    `dhbm-mf/labeled-only:steps=4`); `safe_unlabeled` is dropped, since the ablation has no
-    twin either way."""
-    suffix = registry.ABLATION_SUFFIX
-    base_name, colon, settings = name.partition(":")
-    if base_name.endswith(suffix) or base_name in PEERS or name.startswith(registry.MOA_PREFIX):
-        return name
-    kept = [item for item in settings.split(";") if item and item.partition("=")[0].strip()
-            != "safe_unlabeled"]
-    return base_name + suffix + (":" + ";".join(kept) if kept else "")
-
-
-def plot(runs, path: Path) -> None:
-    """Accuracy against label ratio, a panel per stream, a line per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = runs.dropna(subset=["accuracy"])  # the cells left out have no point
-    stream_names = list(dict.fromkeys(runs["stream"]))
-    fig, axes = plt.subplots(1, len(stream_names), figsize=(3.2 * len(stream_names), 3),
-                             squeeze=False)
-    for ax, s in zip(axes[0], stream_names):
-        part = runs[runs["stream"] == s]
-        for m in dict.fromkeys(part["model"]):
-            curve = part[part["model"] == m].groupby("label_ratio")["accuracy"].mean()
-            ax.plot(curve.index, curve.values, marker="o", label=m,
-                    linestyle="--" if m.endswith(registry.ABLATION_SUFFIX) else "-")
-        ax.set_xscale("log")
-        ax.set_title(s)
-        ax.set_xlabel("label ratio")
-    axes[0][0].set_ylabel("prequential accuracy")
-    axes[0][-1].legend(fontsize=6, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, format="png")
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------------------- CLI
