@@ -97,3 +97,32 @@ def test_the_patched_function_is_the_one_the_models_use(today, recompute, monkey
     # the control of the test above: the same patch with a changed bound changes the hash
     _patch_init_weights(monkeypatch, lambda s: _rename(s).replace("6.0 /", "5.0 /"))
     assert recompute() != today
+
+
+def test_results_of_todays_sources_get_todays_behaviour(today, tmp_path):
+    import json
+
+    records = {"today": {"k": 1, "sources": files.sources_hash()},
+               "older": {"k": 2, "sources": "0123456789abcdef"},
+               "recorded": {"k": 3, "sources": files.sources_hash(), "behaviour": "fedcba"},
+               "nested/today": {"k": 4, "sources": files.sources_hash()}}
+    for name, record in records.items():
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "settings.json").write_text(json.dumps(record))
+    assert files.record_behaviour(tmp_path) == [tmp_path / "nested" / "today", tmp_path / "today"]
+    for name, record in records.items():
+        expected = record | ({"behaviour": today} if name.endswith("today") else {})
+        assert json.loads((tmp_path / name / "settings.json").read_text()) == expected
+    assert files.record_behaviour(tmp_path) == []  # once only
+
+
+def test_every_committed_result_of_todays_sources_records_its_behaviour():
+    # else run `files.record_behaviour()` (after a merge that brings such results)
+    import json
+
+    today = files.sources_hash()
+    records = {str(path.parent): json.loads(path.read_text())
+               for path in files.RESULTS.rglob("settings.json")}
+    assert records
+    assert [name for name, record in records.items()
+            if record.get("sources") == today and "behaviour" not in record] == []

@@ -9,7 +9,7 @@ from pathlib import Path
 from .workers import deferred_interrupt
 
 __all__ = ["atomic_write", "atomic_write_all", "behaviour_hash", "check_writable", "figure_job",
-           "result_jobs", "settings_job", "sources_hash"]
+           "record_behaviour", "result_jobs", "settings_job", "sources_hash"]
 
 #: The packages whose code a result depends on: the models and the streams.
 SOURCE_PACKAGES = ("river_dhbm", "streams")
@@ -159,6 +159,33 @@ def _prequential(model, X, y, labeled):
     return np.concatenate([np.asarray(predicted, dtype=np.float64), rounded])
 
 
+#: The results the docs include: `evaluation/results/`.
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def record_behaviour(results: Path = RESULTS) -> list[Path]:
+    """Add today's `behaviour` to every `settings.json` under `results` that records today's
+    `sources` but no `behaviour`, and return their directories (run it after a merge that
+    brings such results).
+
+    Sound because the same sources behave the same: such a directory ran with today's code
+    (docstrings aside), so today's behaviour hash is the one it ran with. It brings results
+    written before the behaviour was recorded (or by a branch that did not record it) under
+    the docs' test without re-running them; a directory with other sources stays as it is,
+    stale."""
+    import json
+
+    today, done = sources_hash(), []
+    for settings in sorted(Path(results).rglob("settings.json")):
+        record = json.loads(settings.read_text())
+        if record.get("sources") == today and "behaviour" not in record:
+            record["behaviour"] = behaviour_hash()
+            text = _settings_text(record)
+            atomic_write(settings, lambda p, text=text: p.write_text(text))
+            done.append(settings.parent)
+    return done
+
+
 def _tmp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
@@ -202,11 +229,14 @@ def settings_job(out: Path, settings: dict) -> tuple:
     """The `(path, write)` job of `out/settings.json`: `settings` and the code they ran with,
     `sources` (`sources_hash`, for the record) and `behaviour` (`behaviour_hash`, what the docs'
     test compares with today's)."""
+    text = _settings_text(settings | {"sources": sources_hash(), "behaviour": behaviour_hash()})
+    return Path(out) / "settings.json", lambda p: p.write_text(text)
+
+
+def _settings_text(record: dict) -> str:
     import json
 
-    record = settings | {"sources": sources_hash(), "behaviour": behaviour_hash()}
-    text = json.dumps(record, indent=2, default=str) + "\n"
-    return Path(out) / "settings.json", lambda p: p.write_text(text)
+    return json.dumps(record, indent=2, default=str) + "\n"
 
 
 def figure_job(path: Path, fig) -> tuple:
