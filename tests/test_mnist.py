@@ -221,7 +221,7 @@ def test_docs_tables_are_written_from_the_runs_directories(tmp_path):
     table.write_tables(tmp_path / "tables", [("3-DHBM (ours)", row), ("3-PL-MLP", mlp)], "cmd")
 
     rows = (tmp_path / "tables" / "rows.md").read_text().splitlines()
-    # below the paper's 15.80 in bold; the MLP read against Lee's DROPNN+PL, 16.15
+    # 16.00 is above the paper's 15.80 (not bold); the MLP is read against Lee's DROPNN+PL
     assert rows[2] == "| 3-DHBM (ours) | 3 | 16.00 ± 1.15 | 14.00-18.00 | 15.80 ± 0.9 |"
     assert rows[3] == "| 3-PL-MLP | 2 | 21.00 ± 1.00 | 20.00-22.00 | DROPNN+PL: 16.15 |"
     gain = (tmp_path / "tables" / "unlabeled.md").read_text().splitlines()
@@ -253,3 +253,10 @@ def test_docs_tables_command_names_a_missing_run_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "nowhere" in err and "results.csv" in err
     assert not (tmp_path / "t").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "settings.json").write_text("{}")
+    (other / "results.csv").write_text("model,trial,test_error\nknn,0,0.4\n")
+    assert table.main(["--row", str(other), "X", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'knn'" in err

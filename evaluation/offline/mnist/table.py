@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...runs.files import atomic_write_all
+from ...runs.files import atomic_write_all, check_writable
 from .trainer import MODELS
 
 __all__ = [
@@ -74,10 +74,17 @@ def summarise(results) -> list[dict]:
     """Mean and standard error (sample sd / sqrt(n)) of the test error, in %, per model."""
     rows = []
     for model in dict.fromkeys(r["model"] for r in results):
-        errors = np.array([100.0 * r["test_error"] for r in results if r["model"] == model])
-        se = float(errors.std(ddof=1) / np.sqrt(len(errors))) if len(errors) > 1 else None
-        rows.append({"model": model, "trials": len(errors), "mean": float(errors.mean()), "se": se})
+        errors = [100.0 * r["test_error"] for r in results if r["model"] == model]
+        mean, se = _mean_se(errors)
+        rows.append({"model": model, "trials": len(errors), "mean": mean, "se": se})
     return rows
+
+
+def _mean_se(values) -> tuple[float, float | None]:
+    """The mean of `values` and its standard error (None for a single value)."""
+    values = np.asarray(list(values), dtype=float)
+    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
+    return float(values.mean()), se
 
 
 def _cell(mean, se) -> str:
@@ -165,14 +172,11 @@ def read_run(directory) -> Run:
                          "is missing") from None
     if not rows:
         raise ValueError(f"{str(directory)!r} holds no MNIST run: results.csv has no trial")
+    if rows[0]["model"] not in PAPER_COUNTERPARTS:
+        raise ValueError(f"{str(directory)!r} holds a run of --model {rows[0]['model']!r}, "
+                         f"not of MNIST's {', '.join(PAPER_COUNTERPARTS)}")
     errors = {int(r["trial"]): 100.0 * float(r["test_error"]) for r in rows}
     return Run(directory, rows[0]["model"], errors, settings)
-
-
-def _mean_se(values) -> tuple[float, float | None]:
-    values = np.asarray(list(values), dtype=float)
-    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
-    return float(values.mean()), se
 
 
 def _paper_row(model: str) -> tuple:
@@ -235,9 +239,8 @@ def write_tables(out: Path, rows, command: str) -> list[Path]:
     if len(sources) == 1 and None not in sources:
         settings["sources"] = sources.pop()
     text = json.dumps(settings, indent=2) + "\n"
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     tables = rows_markdown(runs), unlabeled_markdown(pairs)
+    out = check_writable(out)
     return atomic_write_all([
         (out / "rows.md", lambda p: p.write_text(tables[0])),
         (out / "unlabeled.md", lambda p: p.write_text(tables[1])),
