@@ -29,6 +29,9 @@ def test_docs_build_strict(tmp_path):
     assert (tmp_path / "img" / "figure3-paper.png").stat().st_size > 0
     tracks = (tmp_path / "tracks" / "index.html").read_text()  # the tables, included
     assert "ImageSegments" in tracks and "--8&lt;--" not in tracks
+    unresolved = [str(p.relative_to(tmp_path).parent) for p in tmp_path.rglob("*.html")
+                  if "--8&lt;--" in p.read_text()]
+    assert not unresolved, f"pages showing an inclusion instead of its table: {unresolved}"
     results = (tmp_path / "results" / "index.html").read_text()  # built from the suite's CSVs
     assert "0.654 ± 0.005" in results and "suite-tables" not in results
     import inspect
