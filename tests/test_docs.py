@@ -29,6 +29,9 @@ def test_docs_build_strict(tmp_path):
     assert (tmp_path / "img" / "figure3-paper.png").stat().st_size > 0
     tracks = (tmp_path / "tracks" / "index.html").read_text()  # the tables, included
     assert "ImageSegments" in tracks and "--8&lt;--" not in tracks
+    unresolved = [str(p.relative_to(tmp_path).parent) for p in tmp_path.rglob("*.html")
+                  if "--8&lt;--" in p.read_text()]
+    assert not unresolved, f"pages showing an inclusion instead of its table: {unresolved}"
     results = (tmp_path / "results" / "index.html").read_text()  # built from the suite's CSVs
     assert "0.654 ± 0.005" in results and "suite-tables" not in results
     import inspect
@@ -64,30 +67,36 @@ def _included_results():
             yield from ((page, ROOT / d) for d in directories.split())
 
 
-def test_a_page_showing_results_of_older_code_says_so():
-    """A results directory records the hash of the models' and streams' sources it ran with
-    (`settings.json`: `sources`); a page that includes its table while the code has changed
-    since (or that predates the record) carries the stale note, and only then."""
+@pytest.fixture(scope="module")
+def behaviour():
+    """Today's `behaviour_hash`, computed once for the module (a few seconds)."""
+    from evaluation.runs.files import behaviour_hash
+
+    return behaviour_hash()
+
+
+def test_a_page_showing_results_of_older_code_says_so(behaviour):
+    """A results directory records the hash of what the models and streams did when it ran
+    (`settings.json`: `behaviour`); a page that includes its table while they behave otherwise
+    today (or that predates the record) carries the stale note, and only then."""
     import json
 
-    from evaluation.runs.files import sources_hash
-
-    today = sources_hash()
     pages = {}
     for page, directory in _included_results():
         settings = directory / "settings.json"
-        recorded = json.loads(settings.read_text()).get("sources") if settings.exists() else None
-        pages.setdefault(page, []).append(recorded == today)
+        recorded = (json.loads(settings.read_text()).get("behaviour") if settings.exists()
+                    else None)
+        pages.setdefault(page, []).append(recorded == behaviour)
     assert pages  # the pages do include their tables
     for page, fresh in pages.items():
         marked = STALE_NOTE in page.read_text()
         assert marked == (not all(fresh)), (
             f"{page.relative_to(ROOT)}: " + ("remove the stale note: its results are today's"
-                                             if marked else "its results predate today's code: "
-                                             f"re-run them or add {STALE_NOTE}"))
+                                             if marked else "its results predate today's "
+                                             f"models or streams: re-run them or add {STALE_NOTE}"))
 
 
-def test_results_record_the_sources_they_ran_with(tmp_path):
+def test_results_record_the_code_and_behaviour_they_ran_with(tmp_path, behaviour):
     import json
 
     import pandas as pd
@@ -96,7 +105,8 @@ def test_results_record_the_sources_they_ran_with(tmp_path):
 
     for path, write in result_jobs(tmp_path, "x", pd.DataFrame({"a": [1]}), "| a |", {"k": 1}):
         write(path)
-    assert json.loads((tmp_path / "settings.json").read_text())["sources"] == sources_hash()
+    record = json.loads((tmp_path / "settings.json").read_text())
+    assert record == {"k": 1, "sources": sources_hash(), "behaviour": behaviour}
 
 
 def test_the_sources_hash_sees_code_not_documentation():

@@ -3,6 +3,8 @@ the settings, the table, end to end on scikit-learn's 8x8 digits (standing in fo
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from mnist_helpers import SoftmaxStandIn, digits_as_mnist, parse, stand_in, write_idx  # noqa: F401
@@ -194,3 +196,67 @@ def test_cli_keep_best_writes_the_curves_and_the_checkpoint(tmp_path):
     assert list(curves.columns) == ["trial", "updates", "validation_error"]
     assert results["validation_error"][0] == curves["validation_error"].min()
     assert results["stopped_at"][0] in set(curves["updates"])
+
+
+# ---------------------------------------------------------------------------------- docs' tables
+
+
+def _run_dir(path, model, errors, settings=None):
+    """A result directory as `python -m evaluation mnist` writes it: trial -> test error."""
+    from evaluation.offline.mnist.table import write_outputs
+
+    path.mkdir()
+    results = [{"model": model, "trial": t, "test_error": e} for t, e in errors.items()]
+    write_outputs(path, results, [], {"model": model} | (settings or {}))
+    return path
+
+
+def test_docs_tables_are_written_from_the_runs_directories(tmp_path):
+    from evaluation.offline.mnist import table
+
+    row = _run_dir(tmp_path / "mnist-dhbm", "dhbm", {0: 0.14, 1: 0.16, 2: 0.18})
+    # its ablation ran trials 1-3: the paired gain is over trials 1 and 2 only
+    _run_dir(tmp_path / "mnist-dhbm-labeled-only", "dhbm", {1: 0.20, 2: 0.23, 3: 0.90})
+    mlp = _run_dir(tmp_path / "mnist-mlp", "mlp", {0: 0.20, 1: 0.22})
+    table.write_tables(tmp_path / "tables", [("3-DHBM (ours)", row), ("3-PL-MLP", mlp)], "cmd")
+
+    rows = (tmp_path / "tables" / "rows.md").read_text().splitlines()
+    # 16.00 is above the paper's 15.80 (not bold); the MLP is read against Lee's DROPNN+PL
+    assert rows[2] == "| 3-DHBM (ours) | 3 | 16.00 ± 1.15 | 14.00-18.00 | 15.80 ± 0.9 |"
+    assert rows[3] == "| 3-PL-MLP | 2 | 21.00 ± 1.00 | 20.00-22.00 | DROPNN+PL: 16.15 |"
+    gain = (tmp_path / "tables" / "unlabeled.md").read_text().splitlines()
+    assert len(gain) == 3  # the MLP has no ablation
+    assert gain[2] == "| 3-DHBM (ours) | 2 | 21.50 ± 1.50 | 17.00 ± 1.00 | 4.50 ± 0.50 (4.0-5.0) |"
+    settings = json.loads((tmp_path / "tables" / "settings.json").read_text())
+    assert settings["command"] == "cmd" and "sources" not in settings  # the runs recorded none
+    assert settings["rows"] == {"3-DHBM (ours)": str(row), "3-PL-MLP": str(mlp)}
+
+
+def test_docs_tables_are_as_current_as_their_runs(tmp_path):
+    from evaluation.offline.mnist import table
+
+    a = _run_dir(tmp_path / "a", "dhda", {0: 0.15, 1: 0.17}, {"sources": "today"})
+    b = _run_dir(tmp_path / "b", "dhda", {0: 0.15}, {"sources": "today"})
+    table.write_tables(tmp_path / "t", [("A", a), ("B", b)], "cmd")
+    assert json.loads((tmp_path / "t" / "settings.json").read_text())["sources"] == "today"
+    rows = (tmp_path / "t" / "rows.md").read_text()
+    assert "| A | 2 | **16.00 ± 1.00** | 15.00-17.00 | 21.24 ± 0.6 |" in rows
+    _run_dir(tmp_path / "b-labeled-only", "dhda", {0: 0.2}, {"sources": "yesterday"})
+    table.write_tables(tmp_path / "t", [("A", a), ("B", b)], "cmd")
+    assert "sources" not in json.loads((tmp_path / "t" / "settings.json").read_text())
+
+
+def test_docs_tables_command_names_a_missing_run_in_one_line(tmp_path, capsys):
+    from evaluation.offline.mnist import table
+
+    code = table.main(["--row", str(tmp_path / "nowhere"), "X", "--out", str(tmp_path / "t")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "nowhere" in err and "results.csv" in err
+    assert not (tmp_path / "t").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "settings.json").write_text("{}")
+    (other / "results.csv").write_text("model,trial,test_error\nknn,0,0.4\n")
+    assert table.main(["--row", str(other), "X", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'knn'" in err

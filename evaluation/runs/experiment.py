@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 import zlib
 from concurrent import futures
@@ -378,10 +377,9 @@ def write_outputs(
         (out / "summary.md", lambda p: p.write_text(summary_markdown(summary))),
     ]
     if settings is not None:
-        from .files import sources_hash
+        from .files import settings_job
 
-        text = json.dumps(settings | {"sources": sources_hash()}, indent=2, default=str) + "\n"
-        jobs.append((out / "settings.json", lambda p: p.write_text(text)))
+        jobs.append(settings_job(out, settings))
     fig = None
     if figure is not None:
         from .plots import draw_figure
