@@ -323,7 +323,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             if self._twin is None:
                 pass
             elif experts is not None and k < len(experts[1]):  # as predicted: no second pass
-                self._mixture.score(np.array([experts[1][k]]), np.array([experts[2][k]]))
+                self._mixture.score(np.array([experts[1]]), np.array([experts[2]]), np.array([k]))
             else:
                 self._score(self._X_buf[start : start + 1], self._y_buf[start : start + 1])
         self._n_buf = start + 1
@@ -370,8 +370,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         P_hybrid = self._flush(predict=True)
         P = self._mixture.mix(P_hybrid, P_twin)
         labeled = codes >= 0
-        self._mixture.score(safety.true_class_proba(P_hybrid[labeled], codes[labeled]),
-                            safety.true_class_proba(P_twin[labeled], codes[labeled]))
+        self._mixture.score(P_hybrid[labeled], P_twin[labeled], codes[labeled])
         return P
 
     def _score(self, X: np.ndarray, codes: np.ndarray) -> None:
@@ -382,8 +381,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         if not labeled.any():
             return
         X, codes = X[labeled], codes[labeled]
-        self._mixture.score(safety.true_class_proba(self._proba(X), codes),
-                            safety.true_class_proba(self._twin._proba(X), codes))
+        self._mixture.score(self._proba(X), self._twin._proba(X), codes)
 
     def _run_end(self, start: int, n: int, bs: int, pairs: list, k: int) -> int:
         """End of the rows from `start` that `_test_then_train_run` may take: whole model
@@ -580,11 +578,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         mixture = self._mixture
         if mixture is None or mixture.weight == 1.0:
             return self._proba_row(row)
-        w = mixture.weight
         hybrid, twin = self._proba_row(row), self._twin._proba_row(row)
         if row.base is self._X_buf:  # the staged dict: `learn_one` of it scores with these
             self._staged_experts = (self._staged, hybrid, twin)
-        return [w * p + (1.0 - w) * q for p, q in zip(hybrid, twin)]
+        return mixture.mix(np.array([hybrid]), np.array([twin]))[0].tolist()
 
     def _predictive_row(self, row: np.ndarray) -> int:
         mixture = self._mixture

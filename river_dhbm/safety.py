@@ -1,48 +1,56 @@
-"""Unlabeled rows that never cost: the hybrid and its discriminative twin, mixed by Vovk's
-aggregating algorithm.
+"""Unlabeled rows that never cost: the hybrid and its discriminative twin, combined by Vovk's
+aggregating algorithm for the Brier game.
 
 A hybrid learns from unlabeled rows, and on some streams they mislead it (clusters that cut
 across the classes). Its twin is the same model, same settings and seed, with
 `learn_unlabeled=False`: it learns the labeled rows of each mini-batch and its own replay of
 them, which is the labeled-only ablation's learning rule (the ablation weighs its unlabeled
-rows 0). The prediction is the Bayesian mixture of the two experts,
+rows 0). Each expert's cumulative Brier score `L` on the labeled rows (`sum_k (p_k - [y =
+k])^2` per row, between 0 and 2) sets its weight, each row scored by both experts before
+either learns it:
 
-    p(y | x) = w p_hybrid(y | x) + (1 - w) p_twin(y | x),
     w = PRIOR exp(-L_hybrid) / (PRIOR exp(-L_hybrid) + (1 - PRIOR) exp(-L_twin)),
 
-where `L` is an expert's cumulative log loss on the labeled rows, each row scored by both
-experts before either learns it (the aggregating algorithm for log loss). Its cumulative log
-loss equals `-log(PRIOR exp(-L_hybrid) + (1 - PRIOR) exp(-L_twin))`, so it is never more than
-`ln(1 / PRIOR)` above the hybrid's nor `ln(1 / (1 - PRIOR))` above the twin's, from the first
-labeled row on, whatever the stream. The probabilities of the losses are floored at `FLOOR`
-(a network may give a label 0).
+and the prediction `gamma` is the aggregating algorithm's for the Brier game (Vovk &
+Zhdanov, Prediction with expert advice for the Brier game, JMLR 2009): with
+`g(y) = -ln(w exp(-brier(p_hybrid, y)) + (1 - w) exp(-brier(p_twin, y)))` for every class
+`y`, `gamma_y = max(0, (s - g(y)) / 2)`, `s` such that `gamma` sums to 1. The Brier game is
+mixable at rate 1, so `brier(gamma, y) <= g(y)` whatever `y`, and the cumulative Brier score
+of the predictions is never more than `ln(1 / PRIOR)` above the hybrid's nor
+`ln(1 / (1 - PRIOR))` above the twin's, from the first labeled row on, whatever the stream.
+With `w` exactly 1, `gamma` is the hybrid's prediction.
+
+Why the Brier score and not the log loss (the aggregating algorithm's other classic game,
+whose prediction is the plain mixture): the stream is judged by accuracy, and a network that
+learns from unlabeled rows tends to be confident; the log loss punishes a confident mistake
+without bound and handed the prediction to the twin where the network was the more accurate.
+The Brier score stays within [0, 2] per row, like the 0/1 loss it sits above.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-#: Probabilities below this count as this in the log losses (and so in the weight).
-FLOOR = 1e-6
-
 #: The hybrid's weight before any labeled row. Four to one for the network that learns the
-#: unlabeled rows: while few labels have been scored the two experts' losses differ by little
-#: and an even prior hands half of the prediction to the twin, giving up much of what the
-#: unlabeled rows pay. The price is a bound of `ln 5` (1.6 nats) against the twin instead of
+#: unlabeled rows: while few labels have been scored the two experts' scores differ by little
+#: and an even prior hands much of the prediction to the twin, giving up much of what the
+#: unlabeled rows pay. The price is a bound of `ln 5` (1.6) against the twin instead of
 #: `ln 2`, once over the whole stream.
 PRIOR = 0.8
 
 
 class AggregatingMixture:
-    """The weight of the hybrid against its twin, from their log losses on labeled rows.
+    """The weight of the hybrid against its twin, from their Brier scores on labeled rows, and
+    the aggregating algorithm's predictions.
 
     Attributes
     ----------
     gap
         `L_hybrid - L_twin + ln((1 - prior) / prior)`: the weight is `1 / (1 + exp(gap))`.
     loss_hybrid, loss_twin
-        Each expert's cumulative log loss on the labeled rows scored so far.
+        Each expert's cumulative Brier score on the labeled rows scored so far.
     loss_mixture
         The mixture's, each row predicted with the weight of the labeled rows before it.
     n_scored
@@ -61,30 +69,53 @@ class AggregatingMixture:
     @property
     def weight(self) -> float:
         """The hybrid's weight `w` (the prior before any labeled row); exactly 1.0 or 0.0 once
-        one expert leads by more than about 37 nats."""
+        one expert leads by more than about 37."""
         return _weight(self.gap)
 
-    def score(self, p_hybrid: np.ndarray, p_twin: np.ndarray) -> None:
-        """Account labeled rows, in stream order: `p_hybrid`, `p_twin` are each expert's
-        probability of each row's true class, predicted before either learnt the row."""
-        if len(p_hybrid) == 0:
+    def score(self, P_hybrid: np.ndarray, P_twin: np.ndarray, codes: np.ndarray) -> None:
+        """Account labeled rows, in stream order: `P_hybrid`, `P_twin` `[n, K]` are each
+        expert's `p(y | x)` of the rows, predicted before either learnt them, `codes` their
+        classes (int64 column indices)."""
+        if len(codes) == 0:
             return
-        loss_h = -np.log(np.maximum(p_hybrid, FLOOR))
-        loss_t = -np.log(np.maximum(p_twin, FLOOR))
+        loss_h, loss_t = brier(P_hybrid, codes), brier(P_twin, codes)
         # the gap before each row: the rows before it in this call count
         gaps = self.gap + np.concatenate(([0.0], np.cumsum(loss_h - loss_t)[:-1]))
-        w = _weights(gaps)
-        mixed = w * np.exp(-loss_h) + (1.0 - w) * np.exp(-loss_t)
-        self.loss_mixture += float(-np.log(mixed).sum())
+        gamma = _substitute(P_hybrid, P_twin, _weights(gaps)[:, None])
+        self.loss_mixture += float(brier(gamma, codes).sum())
         self.loss_hybrid += float(loss_h.sum())
         self.loss_twin += float(loss_t.sum())
         self.gap = self.offset + self.loss_hybrid - self.loss_twin
-        self.n_scored += len(p_hybrid)
+        self.n_scored += len(codes)
 
     def mix(self, P_hybrid: np.ndarray, P_twin: np.ndarray) -> np.ndarray:
-        """The mixture's `p(y | x)` of rows predicted by both experts."""
-        w = self.weight
-        return w * P_hybrid + (1.0 - w) * P_twin
+        """The aggregating algorithm's `p(y | x)` of rows predicted by both experts `[n, K]`."""
+        return _substitute(P_hybrid, P_twin, self.weight)
+
+
+def brier(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Each row's Brier score `sum_k (P_k - [codes = k])^2`, from 0 (certain and right) to 2."""
+    rows = np.arange(len(codes))
+    return (P * P).sum(axis=1) - 2.0 * P[rows, codes] + 1.0
+
+
+def _brier_per_class(P: np.ndarray) -> np.ndarray:
+    """`[n, K]`: each row's Brier score were its class each of the `K`."""
+    return (P * P).sum(axis=1, keepdims=True) - 2.0 * P + 1.0
+
+
+def _substitute(P_hybrid: np.ndarray, P_twin: np.ndarray, w) -> np.ndarray:
+    """The aggregating algorithm's prediction for the Brier game: `gamma_y = max(0, (s - g(y))
+    / 2)` with `s` such that each row sums to 1 (the classes whose `g` is smallest share it)."""
+    g = -np.log(w * np.exp(-_brier_per_class(P_hybrid))
+                + (1.0 - w) * np.exp(-_brier_per_class(P_twin)))
+    n, k = g.shape
+    ordered = np.sort(g, axis=1)
+    # `s` if the `j` smallest `g` are the classes with gamma > 0; the largest such `j` holds
+    candidates = (2.0 + np.cumsum(ordered, axis=1)) / np.arange(1, k + 1)
+    active = (candidates > ordered).sum(axis=1)
+    s = candidates[np.arange(n), active - 1]
+    return np.maximum(0.0, (s[:, None] - g) / 2.0)
 
 
 def _weight(gap: float) -> float:
@@ -108,7 +139,3 @@ def make_twin(model):
     weights), with `learn_unlabeled=False` and no twin of its own."""
     return model.clone({"learn_unlabeled": False, "safe_unlabeled": False})
 
-
-def true_class_proba(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Each row's probability of its class `codes` (int64 class indices)."""
-    return P[np.arange(len(codes)), codes]
