@@ -130,8 +130,9 @@ class DHBM(HybridClassifier):
 
     Notes
     -----
-    `safe_unlabeled` mixes the network with a twin learning the labeled rows only, by log
-    loss (`river_dhbm.safety`): unlabeled rows cost at most `ln 5` of cumulative log loss.
+    `safe_unlabeled` combines the network with a twin learning the labeled rows only, by
+    their Brier scores (`river_dhbm.safety`): unlabeled rows cost at most `ln 5` of
+    cumulative Brier score.
     `paper()` has the paper's settings. docs/models/dhbm.md has the choices where the paper
     is vague and the figures behind the defaults, which are:
 
