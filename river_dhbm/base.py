@@ -88,14 +88,12 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     #: The paper's literal settings for the online experiments, used by `paper()`.
     _PAPER_SETTINGS: dict = {}
-    _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
-    _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
-    _staged_experts = None  # (`_staged`, the hybrid's and the twin's `p(y | x)` of it)
-    _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
-    # the discriminative twin and the mixture's weight (`safety`), made with the features; models
-    # pickled before them have neither and predict with the network alone
-    _twin = None
-    _mixture = None
+    # Left out of pickles (`__getstate__`), so a loaded model reads these class defaults: the
+    # values of the last predicted dict, packed in the buffer's next free slot, and
+    # (`_staged`, the hybrid's and the twin's `p(y | x)` of it).
+    _staged = None
+    _staged_experts = None
+    #: A subclass without the setting (a test double, say) has no labeled-only twin (`safety`).
     safe_unlabeled = False
 
     def __init__(self, batch_size: int = 20, seed: int | None = None, drift_detector=None):
@@ -137,10 +135,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._n_buf = 0
         self._n_buf_labeled = 0
         self._staged = None
-        self._memory = None
+        self._memory = None  # the label memory (`scarce_labels.LabelMemory`), made when used
         _check_bool("safe_unlabeled", self.safe_unlabeled)
-        self._twin = None
-        self._mixture = None
+        self._twin = None  # the labeled-only twin and the mixture's weight (`safety`), made
+        self._mixture = None  # with the features
         self.n_updates = 0
         self.n_labeled_seen = 0
         self._watch = change.ChangeWatch(self.drift_detector)

@@ -155,9 +155,6 @@ class DHBM(HybridClassifier):
         Deep Hybrid Boltzmann Machines and Denoising Autoencoders. arXiv:1511.06964.
     """
 
-    # models pickled before these settings existed go on learning as they did
-    steps, warm_start, init = 1, None, "glorot"
-
     _PAPER_SETTINGS = {
         "safe_unlabeled": False,
         "estimator": "mf",
@@ -299,11 +296,8 @@ class DHBM(HybridClassifier):
     # ------------------------------------------------------------------ state
 
     _SCRATCH = ("_grad", "_work", "_pred_act")
-    _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
 
     def __setstate__(self, state):
-        # earlier versions took one Adam step per update, numbered by `n_updates`
-        state.setdefault("_adam_steps", state.get("n_updates", 0))
         self.__dict__.update(state)
         if self._theta is not None:
             self._alloc_work()
@@ -330,7 +324,7 @@ class DHBM(HybridClassifier):
         self._part_h = (self._rng.random(M * A) < 0.5).astype(dtype)
         self._part_y = np.zeros((M, 0), dtype)
         self._moments = network.adam_moments(theta, self.optimizer)
-        self._adam_steps = 0
+        self._adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at`)
         self._alloc_work()
 
     def _alloc_work(self) -> None:
