@@ -366,7 +366,7 @@ class DHBM(HybridClassifier):
 
     # ------------------------------------------------------------------ hooks
 
-    def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
+    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
         # the kernel makes the proxy labels itself, from the prediction it computes first
         n_batch = len(X)
         steps = scarce_labels.steps_at(self, self.n_labeled_seen)
@@ -388,14 +388,12 @@ class DHBM(HybridClassifier):
             noise_v = rng.random(K * (M * self._part_x.shape[1] + M))
         else:
             part_mask = noise_h = noise_v = self._empty
-        # the MF kernel never compiles the SAP negative phase (a shorter first use)
-        update = (dhbm_kernels.dhbm_update_mf if self._estimator == dhbm_kernels.MF
-                  else dhbm_kernels.dhbm_update)
         alpha, beta, disc_weight = scarce_labels.term_weights(
             self, self._unlabeled_weight(self._current_beta()))
-        update(
+        # one kernel per estimator: the MF kernel never compiles the SAP negative phase
+        dhbm_kernels.UPDATE_KERNELS[self._estimator](
             X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
-            len(self._classes), self._kind, self._estimator, self.mf_steps,
+            len(self._classes), self._kind, self.mf_steps,
             self._step_size() * scarce_labels.step_scale(self, self.n_labeled_seen), alpha,
             beta, scarce_labels.proxy_confidence(self),
             disc_weight, self.pseudo_label == "hard", mask,
@@ -411,7 +409,9 @@ class DHBM(HybridClassifier):
         # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
         if (self.dropout > 0 or not self._classes
                 or scarce_labels.steps_at(self, self.n_labeled_seen) > 1):
-            return super()._predict_update(X, y)
+            P = self._proba(X)  # the update makes its proxy labels itself: it takes no `P`
+            self._update(X, y)
+            return P
         self._update(X, y)
         return self._work["P"][: len(X)].astype(np.float64)
 
@@ -461,7 +461,7 @@ class DHBM(HybridClassifier):
         steps = scarce_labels.steps_at(self, seen)
         share = scarce_labels.generative_share(self, seen)  # as `term_weights` does
         uniforms = self._rng.random(int(steps.sum()) * self.replay)
-        confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
+        confidence = scarce_labels.NO_PROXY_LABELS if self.confidence is None or not self.learn_unlabeled else float(
             self.confidence)
         dhbm_kernels.dhbm_test_then_train(
             X, codes, betas * share, self._adam_steps + 1, predicted, self._theta, self._grad,
@@ -487,11 +487,10 @@ class DHBM(HybridClassifier):
             return P
         t = self._theta.dtype
         act = np.empty(n * int(self._hcum[-1]), t)
-        zbuf = np.empty(n * int(self._sizes.max()), t)
         P = np.empty((n, len(self._classes)), t)
         dhbm_kernels.dhbm_proba(
             X.astype(t, copy=False), self._theta, self._off, self._sizes, self._hcum,
-            len(self._classes), self._kind, 1.0 - self.dropout, 0, act, zbuf, P,
+            len(self._classes), self._kind, 1.0 - self.dropout, act, P,
         )
         return P.astype(np.float64, copy=False)
 

@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 from river_dhbm._input.params import _check_bool, _check_int, _check_range
-from river_dhbm._kernels.replay import confident_labels, memory_push, memory_replay
+from river_dhbm._kernels.replay import (
+    NO_PROXY_LABELS,
+    confident_labels,
+    memory_push,
+    memory_replay,
+)
 
 #: Labeled rows a model must have learnt before its confident proxy labels start: a model fitted
 #: to a handful of labels is confidently wrong (the measurement: docs/models/index.md).
@@ -133,14 +138,14 @@ def memory_of(model, n_features: int) -> LabelMemory:
 
 def proxy_confidence(model) -> float:
     """The confidence an unlabeled row's prediction needs to become a proxy label in the next
-    update; above 1 (never reached) when the model does not learn from unlabeled rows or has
+    update; `NO_PROXY_LABELS` (above 1, never reached) when the model does not learn from unlabeled rows or has
     seen fewer than `PSEUDO_LABEL_WARM_UP` labeled rows, or its `confidence` is None."""
     if (
         model.confidence is None
         or not model.learn_unlabeled
         or model.n_labeled_seen - model._labels_before_change < PSEUDO_LABEL_WARM_UP
     ):
-        return 2.0
+        return NO_PROXY_LABELS
     return float(model.confidence)
 
 

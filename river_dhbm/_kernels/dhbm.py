@@ -43,7 +43,13 @@ from river_dhbm._kernels.network import (
     transpose_weights,
     vector,
 )
-from river_dhbm._kernels.replay import confident_labels, memory_push, memory_replay, step_rows
+from river_dhbm._kernels.replay import (
+    NO_PROXY_LABELS,
+    confident_labels,
+    memory_push,
+    memory_replay,
+    step_rows,
+)
 
 MF = 0
 SAP = 1
@@ -53,17 +59,17 @@ SAP = 1
 _INLINE = dict(_JIT, inline="always")
 
 
-def _update_kernel(estimator_fixed: int):
-    """The DHBM's update kernel (`dhbm_update`) for the mean-field estimator (`estimator_fixed`
-    MF), or for the one its `estimator` argument names (-1). The steps' loop is written
-    here and `_update_body` is inlined into it in Numba's IR, where the constant estimator
-    prunes the other estimator's branch before it is typed (the mean-field kernel never
-    compiles `sap_sweep`): one level of inlining, whose copy of the body costs a fraction of
-    a second of the first use per level. (Numba keys the cached kernels of a closure on
-    its closure's values too: the two kernels never share a cache entry.)"""
+def _update_kernel(estimator: int):
+    """The DHBM's update kernel (`dhbm_update`) for the likelihood-gradient `estimator` (MF or
+    SAP). The steps' loop is written here and `_update_body` is inlined into it in Numba's IR,
+    where the constant estimator prunes the other estimator's branch before it is typed (the
+    mean-field kernel never compiles `sap_sweep`): one level of inlining, whose copy of the
+    body costs a fraction of a second of the first use per level. (Numba keys the cached
+    kernels of a closure on its closure's values too: the two kernels never share a cache
+    entry.)"""
 
     @njit(**_JIT)
-    def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
+    def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, mf_steps,
                     lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
                     part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
                     wdisc, theta_t, moments, step, steps, n_batch, first_pred):
@@ -80,8 +86,8 @@ def _update_kernel(estimator_fixed: int):
         `y` int64 class indices (-1 unlabeled).
         1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
         2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
-           its predicted class in `y` (in place: a proxy label, learnt as a labeled row; above 1:
-           none); targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
+           its predicted class in `y` (in place: a proxy label, learnt as a labeled row;
+           `NO_PROXY_LABELS`: none); targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
            (`hard` False) or its one-hot argmax (`hard` True);
         3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
         4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
@@ -90,9 +96,9 @@ def _update_kernel(estimator_fixed: int):
            gradient of `-log p(T | v)` back-propagated through `U`, `d` and the recognition
            network;
         6. likelihood gradient: positive statistics `(X, mu, T)`; negative statistics from one
-           free-running mean-field step (`estimator` MF: `xrec = sigmoid(mu^1 W^1^T + c)`,
+           free-running mean-field step (the MF estimator: `xrec = sigmoid(mu^1 W^1^T + c)`,
            `Y = p(y | mu)` soft, then one clamped sweep from `mu` given `(xrec, Y)` -> `neg`)
-           or from the persistent particles (`estimator` SAP, see `sap_sweep`: as many sweeps as
+           or from the persistent particles (SAP, see `sap_sweep`: as many sweeps as
            `noise_h` holds draws for, the statistics from the last);
         7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
            or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
@@ -116,15 +122,15 @@ def _update_kernel(estimator_fixed: int):
             step_rows(X, y, n, s, steps, xs, ys)  # `y` holds the first step's proxy labels
             particles = (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
                          noise_v[s * vs : (s + 1) * vs])
-            gate = confidence if s == 0 else 2.0
-            if estimator_fixed == MF:  # a constant: one call is left, and inlined
+            gate = confidence if s == 0 else NO_PROXY_LABELS
+            if estimator == MF:  # a constant: one call is left, and inlined
                 _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, MF, mf_steps, lr,
                              alpha, beta, gate, disc_weight, hard, mask, particles, work,
                              moments, step + s)
             else:
-                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, estimator,
-                             mf_steps, lr, alpha, beta, gate, disc_weight, hard, mask,
-                             particles, work, moments, step + s)
+                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, SAP, mf_steps, lr,
+                             alpha, beta, gate, disc_weight, hard, mask, particles, work,
+                             moments, step + s)
             if s == 0:
                 _first_predictions(P, C, n, first_pred)
                 for r in range(n):
@@ -133,13 +139,14 @@ def _update_kernel(estimator_fixed: int):
     return dhbm_update
 
 
-#: `steps` learning steps of the DHBM on a mixed mini-batch, the estimator as `estimator` says
-#: (see `_update_kernel`'s kernel for the algorithm).
-dhbm_update = _update_kernel(-1)
-#: `dhbm_update` with the mean-field estimator, whatever `estimator` says: the kernel of the
-#: default settings, which never compiles the SAP negative phase (`sap_sweep`, about a second
-#: of the first use).
+#: `steps` learning steps of the DHBM on a mixed mini-batch (see `_update_kernel`'s kernel for
+#: the algorithm) with the mean-field estimator: the kernel of the default settings, which never
+#: compiles the SAP negative phase (`sap_sweep`, about a second of the first use) ...
 dhbm_update_mf = _update_kernel(MF)
+#: ... and with the persistent particles (`estimator="sap"`).
+dhbm_update_sap = _update_kernel(SAP)
+#: The estimator's code (`MF`, `SAP`) -> its update kernel.
+UPDATE_KERNELS = {MF: dhbm_update_mf, SAP: dhbm_update_sap}
 
 
 @njit(**_JIT, **INNER)
@@ -247,13 +254,12 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                          wdisc, theta_t, moments, mem_X, mem_y, mem_state, uniforms, replay,
                          confidence, labeled_seen, warm_up, steps, first_pred):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
-    dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0] - replay` rows
+    dropout: nothing random): `dhbm_update_mf` on each block of `n = P.shape[0] - replay` rows
     of `X` in turn, with `codes` as its `y`, `lrs[b]`, `alphas[b]`, `betas[b]`,
     `disc_weights[b]` as its `lr`, `alpha`, `beta`, `disc_weight` and `steps[b]` (int64) as
     the step count of block `b`, Adam's step numbers running on from `first_step`.
     `predicted [len(X)]` receives each row's most probable class BEFORE its update: the
-    argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1 and
-    no refinement). Each update also learns `replay` rows of the label memory `(mem_X,
+    argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1). Each update also learns `replay` rows of the label memory `(mem_X,
     mem_y, mem_state)` per step, drawn by the next `steps[b] * replay` of `uniforms`, then
     stores the block's labels there, and makes proxy labels at `confidence` once `warm_up`
     labeled rows have been seen (`labeled_seen` before this run), as
@@ -275,9 +281,9 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                           uniforms[used : used + drawn], Xa, ya)
         used += drawn
         memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
-        gate = confidence if labeled_seen >= warm_up else 2.0
+        gate = confidence if labeled_seen >= warm_up else NO_PROXY_LABELS
         dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes,
-                       hcum, n_classes, kind, MF, mf_steps, lrs[b], alphas[b], betas[b], gate,
+                       hcum, n_classes, kind, mf_steps, lrs[b], alphas[b], betas[b], gate,
                        disc_weights[b], hard, empty, part_x, part_h, part_y, empty, empty, empty,
                        act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t, moments,
                        adam, steps[b], n, first_pred)
@@ -295,23 +301,18 @@ def adam_step(theta, grad, moments, lr, step):
 
 
 @njit(**_JIT)
-def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, mf_steps, act, zbuf, P):
-    """`p(y | x)` `[n, C]` into `P`: recognition pass (activities scaled by the dropout keep
-    probability `scale`), joint predictor, then `mf_steps` mean-field refinements with `x`
-    clamped and the label free (its probabilities feed the hidden layers through `U`)."""
+def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
+    """`p(y | x)` `[n, C]` into `P`: the recognition pass (activities scaled by the dropout
+    keep probability `scale`) into `act` (flat `>= n * hcum[L]`), then the joint predictor."""
     n = X.shape[0]
     empty = np.empty(0, theta.dtype)
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, empty, scale, act)
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
-    for s in range(mf_steps):
-        mean_field_sweep(X, act, P, theta, empty, off, sizes, hcum, n_classes, kind, empty, scale,
-                         zbuf)
-        joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
 
 
 @njit(**_JIT)
 def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
-    """`dhbm_proba` of ONE row `X [1, D]` (no mean-field refinement) into `P [1, C]`, in
+    """`dhbm_proba` of ONE row `X [1, D]` into `P [1, C]`, in
     plain loops: for one row the calls into BLAS and the views cost several times the
     arithmetic (River's per-instance predictions). `act` flat `>= hcum[L]`. Sums run in the
     order of the inputs, so the result matches `dhbm_proba` to round-off, not bitwise.
