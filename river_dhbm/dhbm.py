@@ -461,16 +461,15 @@ class DHBM(HybridClassifier):
         steps = scarce_labels.steps_at(self, seen)
         share = scarce_labels.generative_share(self, seen)  # as `term_weights` does
         uniforms = self._rng.random(int(steps.sum()) * self.replay)
-        confidence = scarce_labels.NO_PROXY_LABELS if self.confidence is None or not self.learn_unlabeled else float(
-            self.confidence)
         dhbm_kernels.dhbm_test_then_train(
             X, codes, betas * share, self._adam_steps + 1, predicted, self._theta, self._grad,
             self._off, self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
-            self._step_size() * scarce_labels.step_scale(self, seen), float(self.alpha) * share,
+            self._step_size() * scarce_labels.share_step_scale(share), float(self.alpha) * share,
             float(self.discriminative_weight) / share,
             self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
             *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
-            self.replay, confidence, self.n_labeled_seen - self._labels_before_change,
+            self.replay, scarce_labels.warm_confidence(self),
+            scarce_labels.labels_since_change(self, self.n_labeled_seen),
             scarce_labels.PSEUDO_LABEL_WARM_UP,
             steps, self._work["first_pred"],
         )
