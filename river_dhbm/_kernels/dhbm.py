@@ -54,9 +54,30 @@ from river_dhbm._kernels.replay import (
 MF = 0
 SAP = 1
 
+#: The work arrays `dhbm_update` and `dhbm_test_then_train` take, in their order (`alloc_work`).
+WORK = ("act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror")
+
 #: `_JIT` for a body inlined into its callers in Numba's IR (no compiled library of its own;
 #: branches on the constants its callers pass are pruned there).
 _INLINE = dict(_JIT, inline="always")
+
+
+def alloc_work(n: int, sizes, hcum, n_classes: int, n_particles: int, dtype,
+               mirror_size: int) -> dict:
+    """The work arrays of an update of `n` rows (`WORK`, and `first_pred`), zeros of `dtype`:
+    `act, mu, neg, delta` flat `n * hcum[L]`, `zbuf` as wide as the widest layer times the
+    rows or particles, `xrec [n, D]`, `P, T, Y [n, C]`, `wrow, wdisc [n]`, `first_pred [n]`
+    int64, and `mirror` of `mirror_size` (the weights' transposes, rebuilt by every update
+    by `network.transpose_weights`; 0: none)."""
+    A, D = n * int(hcum[-1]), int(sizes[0])
+    wide = max(n, n_particles, 1) * int(sizes.max())
+    return dict(
+        act=np.zeros(A, dtype), mu=np.zeros(A, dtype), neg=np.zeros(A, dtype),
+        delta=np.zeros(A, dtype), zbuf=np.zeros(wide, dtype), xrec=np.zeros((n, D), dtype),
+        P=np.zeros((n, n_classes), dtype), T=np.zeros((n, n_classes), dtype),
+        Y=np.zeros((n, n_classes), dtype), wrow=np.zeros(n, dtype), wdisc=np.zeros(n, dtype),
+        first_pred=np.zeros(n, np.int64), mirror=np.zeros(mirror_size, dtype),
+    )
 
 
 def _update_kernel(estimator: int):
