@@ -95,7 +95,8 @@ def _update_kernel(estimator: int):
                     part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
                     wdisc, theta_t, moments, step, steps, n_batch, first_pred):
         """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in
-        place.
+        place. Its specification is the numpy reference `tests/reference_dhbm.py` (`update`),
+        which the tests hold it to.
 
         `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step;
         step `s` learns the mini-batch with its own `R` rows (`replay.step_rows`): a stream
@@ -108,8 +109,8 @@ def _update_kernel(estimator: int):
         1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
         2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
            its predicted class in `y` (in place: a proxy label, learnt as a labeled row;
-           `NO_PROXY_LABELS`: none); targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
-           (`hard` False) or its one-hot argmax (`hard` True);
+           `NO_PROXY_LABELS`: none); targets `T`: one-hot for labeled rows, for unlabeled
+           rows `P` itself (`hard` False) or its one-hot argmax (`hard` True);
         3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
         4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
            gradient is averaged over its own rows;
@@ -280,10 +281,11 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
     `disc_weights[b]` as its `lr`, `alpha`, `beta`, `disc_weight` and `steps[b]` (int64) as
     the step count of block `b`, Adam's step numbers running on from `first_step`.
     `predicted [len(X)]` receives each row's most probable class BEFORE its update: the
-    argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1). Each update also learns `replay` rows of the label memory `(mem_X,
-    mem_y, mem_state)` per step, drawn by the next `steps[b] * replay` of `uniforms`, then
-    stores the block's labels there, and makes proxy labels at `confidence` once `warm_up`
-    labeled rows have been seen (`labeled_seen` before this run), as
+    argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1).
+    Each update also learns `replay` rows of the label memory `(mem_X, mem_y, mem_state)`
+    per step, drawn by the next `steps[b] * replay` of `uniforms`, then stores the block's
+    labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows have
+    been seen since the last change (`labeled_seen` of them before this run), as
     `scarce_labels.learning_batch` does. `first_pred [>= n]` int64 is work space."""
     n = P.shape[0] - replay
     D = X.shape[1]
