@@ -336,9 +336,13 @@ class DHBM(HybridClassifier):
             self._part_x.shape[0], self._theta.dtype, self._theta.size if narrow else 0)
         self._pred_act = np.zeros(int(self._hcum[-1]))
 
-    def _work_arrays(self) -> list:
-        """The work arrays in the order `dhbm_update` (and `dhbm_test_then_train`) take them."""
-        return [self._work[name] for name in dhbm_kernels.WORK]
+    def _net(self) -> tuple:
+        """The kernels' `net`: the parameters, their layout, the class count, the units' kind."""
+        return self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind
+
+    def _work_arrays(self) -> tuple:
+        """The kernels' `work`: the work arrays in the order `dhbm_update` takes them."""
+        return tuple(self._work[name] for name in dhbm_kernels.WORK)
 
     def _add_class(self) -> None:
         C = len(self._classes)
@@ -375,15 +379,14 @@ class DHBM(HybridClassifier):
             part_mask = noise_h = noise_v = self._empty
         alpha, beta, disc_weight = scarce_labels.term_weights(
             self, self._unlabeled_weight(self._current_beta()))
+        lr = self._step_size() * scarce_labels.step_scale(self, self.n_labeled_seen)
+        settings = (self.mf_steps, lr, alpha, beta, scarce_labels.proxy_confidence(self),
+                    disc_weight, self.pseudo_label == "hard")
+        particles = (self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v)
         # one kernel per estimator: the MF kernel never compiles the SAP negative phase
         dhbm_kernels.UPDATE_KERNELS[self._estimator](
-            X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
-            len(self._classes), self._kind, self.mf_steps,
-            self._step_size() * scarce_labels.step_scale(self, self.n_labeled_seen), alpha,
-            beta, scarce_labels.proxy_confidence(self),
-            disc_weight, self.pseudo_label == "hard", mask,
-            self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
-            *self._work_arrays(), self._moments, self._adam_steps + 1, steps, n_batch, _NO_CODES,
+            X, y, self._net(), (self._grad, self._moments, self._adam_steps + 1), settings, mask,
+            particles, self._work_arrays(), steps, n_batch, _NO_CODES,
         )
         self._adam_steps += steps
 

@@ -64,17 +64,18 @@ def _fused(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
     steps = scarce_labels.steps_at(model, seen)
     share = scarce_labels.generative_share(model, seen)  # as `term_weights` does
     uniforms = model._rng.random(int(steps.sum()) * model.replay)
+    schedule = (model._step_size() * scarce_labels.share_step_scale(share),
+                float(model.alpha) * share, betas * share,
+                float(model.discriminative_weight) / share, steps)
+    settings = (model.mf_steps, model.pseudo_label == "hard", scarce_labels.warm_confidence(model),
+                scarce_labels.labels_since_change(model, model.n_labeled_seen),
+                scarce_labels.PSEUDO_LABEL_WARM_UP)
+    empty = model._empty  # the mean-field estimator's particles: no mask, no draws
     dhbm_kernels.dhbm_test_then_train(
-        X, codes, betas * share, model._adam_steps + 1, predicted, model._theta, model._grad,
-        model._off, model._sizes, model._hcum, len(model._classes), model._kind, model.mf_steps,
-        model._step_size() * scarce_labels.share_step_scale(share), float(model.alpha) * share,
-        float(model.discriminative_weight) / share,
-        model.pseudo_label == "hard", model._part_x, model._part_h, model._part_y, model._empty,
-        *model._work_arrays(), model._moments, memory.X, memory.y, memory.state, uniforms,
-        model.replay, scarce_labels.warm_confidence(model),
-        scarce_labels.labels_since_change(model, model.n_labeled_seen),
-        scarce_labels.PSEUDO_LABEL_WARM_UP,
-        steps, model._work["first_pred"],
+        X, codes, predicted, model._net(), (model._grad, model._moments, model._adam_steps + 1),
+        schedule, settings, (model._part_x, model._part_h, model._part_y, empty, empty, empty),
+        model._work_arrays(), (memory.X, memory.y, memory.state, uniforms, model.replay),
+        model._work["first_pred"],
     )
     model._adam_steps += int(steps.sum())
     model.n_updates += n_batches

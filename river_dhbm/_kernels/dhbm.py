@@ -90,27 +90,44 @@ def _update_kernel(estimator: int):
     entry.)"""
 
     @njit(**_JIT)
-    def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, mf_steps,
-                    lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
-                    part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                    wdisc, theta_t, moments, step, steps, n_batch, first_pred):
+    def dhbm_update(X, y, net, optimiser, settings, mask, particles, work, steps, n_batch,
+                    first_pred):
         """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in
         place. Its specification is the numpy reference `tests/reference_dhbm.py` (`update`),
         which the tests hold it to.
 
-        `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step;
-        step `s` learns the mini-batch with its own `R` rows (`replay.step_rows`): a stream
-        shows each row once, and fresh memory rows at every step keep the extra steps from
-        fitting one small batch's noise. `first_pred [n_batch]` int64 (or empty) receives each
-        mini-batch row's most probable class before the first step: the prediction. Each step,
-        on its `n` rows:
+        The arguments, grouped by meaning:
 
-        `y` int64 class indices (-1 unlabeled).
-        1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
+        - `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step;
+          step `s` learns the mini-batch with its own `R` rows (`replay.step_rows`): a stream
+          shows each row once, and fresh memory rows at every step keep the extra steps from
+          fitting one small batch's noise. `y` int64 class indices (-1 unlabeled);
+        - `net = (theta, off, sizes, hcum, n_classes, kind)`: the flat parameters, their
+          layout (`network.param_layout`, `network.hidden_offsets`), the class count and the
+          hidden units' kind;
+        - `optimiser = (grad, moments, step)`: the gradient buffer (zero on entry and exit),
+          Adam's moments (flat `[2 * theta.size]`; empty: plain gradient steps) and Adam's
+          update number of the first step (`>= 1`; step `s` is `step + s`);
+        - `settings = (mf_steps, lr, alpha, beta, confidence, disc_weight, hard)`;
+        - `mask`: the dropout mask of the hidden units (flat, may be empty);
+        - `particles = (part_x, part_h, part_y, part_mask, noise_h, noise_v)`: SAP's persistent
+          particles, their dropout mask and the update's draws (empty for MF); the sweeps
+          split `noise_h, noise_v` evenly between the steps;
+        - `work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, mirror)`
+          (`alloc_work`, `WORK`): `act, mu, neg, delta` flat `>= n * hcum[L]`, `xrec [>= n,
+          D]`, `P, T, Y [>= n, C]`, `wrow, wdisc [>= n]` (their first `n` rows are used: a
+          step's rows), `mirror` of `theta`'s length for the weights' transposes
+          (`network.transpose_weights`, rebuilt here) or empty for none;
+        - `first_pred [n_batch]` int64 (or empty) receives each mini-batch row's most probable
+          class before the first step: the prediction.
+
+        Each step, on its `n` rows:
+
+        1. recognition pass `v = Q_rec(X)` with dropout `mask` -> `act`;
         2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
-           its predicted class in `y` (in place: a proxy label, learnt as a labeled row;
-           `NO_PROXY_LABELS`: none); targets `T`: one-hot for labeled rows, for unlabeled
-           rows `P` itself (`hard` False) or its one-hot argmax (`hard` True);
+           its predicted class in `y` (in place: a proxy label, learnt as a labeled row, from
+           the first step only; `NO_PROXY_LABELS`: none); targets `T`: one-hot for labeled
+           rows, for unlabeled rows `P` itself (`hard` False) or its one-hot argmax (`hard`);
         3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
         4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
            gradient is averaged over its own rows;
@@ -123,35 +140,31 @@ def _update_kernel(estimator: int):
            or from the persistent particles (SAP, see `sap_sweep`: as many sweeps as
            `noise_h` holds draws for, the statistics from the last);
         7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
-           or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
-           `step >= 1` for the first step, `step + s` for step `s`; see `adam_step`).
-        Proxy labels come from the first step only, and stay for the others. The SAP sweeps
-        split `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta`
-        flat `>= n * hcum[L]`; `xrec [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]`
-        (their first `n` rows are used); `theta_t` of `theta`'s length for the transposed
-        mirror (`kernels.transpose_weights`, rebuilt here), or empty for none; their rows are a
-        step's rows.
+           or an Adam step when `moments` is not empty (see `adam_step`).
         """
+        theta, off, sizes, hcum, C, kind = net
+        grad, moments, step = optimiser
+        mf_steps, lr, alpha, beta, confidence, disc_weight, hard = settings
+        part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
+        P = work[6]  # the first step's `p(y | v)`: the prediction
         n = n_batch
-        C = n_classes
         rows = n + (X.shape[0] - n) // steps
         xs = np.empty((rows, X.shape[1]), X.dtype)
         ys = np.empty(rows, np.int64)
         hs = noise_h.shape[0] // steps
         vs = noise_v.shape[0] // steps
-        work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t)
         for s in range(steps):
             step_rows(X, y, n, s, steps, xs, ys)  # `y` holds the first step's proxy labels
-            particles = (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
-                         noise_v[s * vs : (s + 1) * vs])
+            drawn = (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
+                     noise_v[s * vs : (s + 1) * vs])
             gate = confidence if s == 0 else NO_PROXY_LABELS
             if estimator == MF:  # a constant: one call is left, and inlined
                 _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, MF, mf_steps, lr,
-                             alpha, beta, gate, disc_weight, hard, mask, particles, work,
+                             alpha, beta, gate, disc_weight, hard, mask, drawn, work,
                              moments, step + s)
             else:
                 _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, SAP, mf_steps, lr,
-                             alpha, beta, gate, disc_weight, hard, mask, particles, work,
+                             alpha, beta, gate, disc_weight, hard, mask, drawn, work,
                              moments, step + s)
             if s == 0:
                 _first_predictions(P, C, n, first_pred)
@@ -270,30 +283,35 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
 
 
 @njit(**_JIT)
-def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, off, sizes, hcum,
-                         n_classes, kind, mf_steps, lrs, alphas, disc_weights, hard, part_x,
-                         part_h, part_y, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                         wdisc, theta_t, moments, mem_X, mem_y, mem_state, uniforms, replay,
-                         confidence, labeled_seen, warm_up, steps, first_pred):
+def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings, particles,
+                         work, memory, first_pred):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
     dropout: nothing random): `dhbm_update_mf` on each block of `n = P.shape[0] - replay` rows
-    of `X` in turn, with `codes` as its `y`, `lrs[b]`, `alphas[b]`, `betas[b]`,
-    `disc_weights[b]` as its `lr`, `alpha`, `beta`, `disc_weight` and `steps[b]` (int64) as
-    the step count of block `b`, Adam's step numbers running on from `first_step`.
-    `predicted [len(X)]` receives each row's most probable class BEFORE its update: the
-    argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1).
-    Each update also learns `replay` rows of the label memory `(mem_X, mem_y, mem_state)`
-    per step, drawn by the next `steps[b] * replay` of `uniforms`, then stores the block's
-    labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows have
-    been seen since the last change (`labeled_seen` of them before this run), as
-    `scarce_labels.learning_batch` does. `first_pred [>= n]` int64 is work space."""
-    n = P.shape[0] - replay
+    of `X` in turn, with `codes` as its `y`; `predicted [len(X)]` receives each row's most
+    probable class BEFORE its update: the argmax of the first step's `P`, which is the
+    prediction (`dhbm_proba` with scale 1). `first_pred [>= n]` int64 is work space.
+
+    `net`, `particles` (the MF's: no mask, no draws) and `work` are `dhbm_update`'s;
+    `optimiser = (grad, moments, first_step)`, Adam's step numbers running on from
+    `first_step`; `schedule = (lrs, alphas, betas, disc_weights, steps)` holds block `b`'s
+    `lr`, `alpha`, `beta`, `disc_weight` and step count (int64) at `b`; `settings = (mf_steps,
+    hard, confidence, labeled_seen, warm_up)`; `memory = (mem_X, mem_y, mem_state, uniforms,
+    replay)`: each update also learns `replay` rows of the label memory `(mem_X, mem_y,
+    mem_state)` per step, drawn by the next `steps[b] * replay` of `uniforms`, then stores the
+    block's labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows
+    have been seen since the last change (`labeled_seen` of them before this run), as
+    `scarce_labels.learning_batch` does."""
+    grad, moments, adam = optimiser
+    lrs, alphas, betas, disc_weights, steps = schedule
+    mf_steps, hard, confidence, labeled_seen, warm_up = settings
+    mem_X, mem_y, mem_state, uniforms, replay = memory
+    mask = particles[3]  # empty: no dropout
+    n = work[6].shape[0] - replay
     D = X.shape[1]
     most = replay * steps.max() if steps.shape[0] else 0  # memory rows of the longest update
     Xa = np.empty((n + most, D), X.dtype)
     ya = np.empty(n + most, dtype=np.int64)
     used = 0  # uniforms drawn so far
-    adam = first_step
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
         for r in range(b * n, (b + 1) * n):
@@ -305,11 +323,9 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
         used += drawn
         memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
         gate = confidence if labeled_seen >= warm_up else NO_PROXY_LABELS
-        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes,
-                       hcum, n_classes, kind, mf_steps, lrs[b], alphas[b], betas[b], gate,
-                       disc_weights[b], hard, empty, part_x, part_h, part_y, empty, empty, empty,
-                       act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t, moments,
-                       adam, steps[b], n, first_pred)
+        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), net, (grad, moments, adam),
+                       (mf_steps, lrs[b], alphas[b], betas[b], gate, disc_weights[b], hard),
+                       mask, particles, work, steps[b], n, first_pred)
         adam += steps[b]
         for r in range(n):
             predicted[b * n + r] = first_pred[r]
