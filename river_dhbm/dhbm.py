@@ -362,27 +362,24 @@ class DHBM(HybridClassifier):
         X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False, rounds=steps)
         dtype = self._theta.dtype
         X = X.astype(dtype, copy=False)
-        n = X.shape[0]
         A = int(self._hcum[-1])
         keep = 1.0 - self.dropout
         rng = self._rng
-        mask = (rng.random(n * A) < keep).astype(dtype) if self.dropout > 0 else self._empty
+        mask = (rng.random(len(X) * A) < keep).astype(dtype) if self.dropout > 0 else self._empty
         M = self._part_x.shape[0]
-        if M:
+        particles = (self._part_x, self._part_h, self._part_y) + (self._empty,) * 3  # MF: none
+        if M:  # SAP: the particles' mask, then the draws of every Gibbs sweep of every step
             masked = self.dropout > 0 and self.particle_dropout
             part_mask = (rng.random(M * A) < keep).astype(dtype) if masked else self._empty
             draw = rng.standard_normal if self._kind != network.SIGMOID else rng.random
             K = self.gibbs_sweeps * steps
-            noise_h = draw(K * M * A)
-            noise_v = rng.random(K * (M * self._part_x.shape[1] + M))
-        else:
-            part_mask = noise_h = noise_v = self._empty
+            particles = (*particles[:3], part_mask, draw(K * M * A),
+                         rng.random(K * (M * self._part_x.shape[1] + M)))
         alpha, beta, disc_weight = scarce_labels.term_weights(
             self, self._unlabeled_weight(self._current_beta()))
         lr = self._step_size() * scarce_labels.step_scale(self, self.n_labeled_seen)
         settings = (self.mf_steps, lr, alpha, beta, scarce_labels.proxy_confidence(self),
                     disc_weight, self.pseudo_label == "hard")
-        particles = (self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v)
         # one kernel per estimator: the MF kernel never compiles the SAP negative phase
         dhbm_kernels.UPDATE_KERNELS[self._estimator](
             X, y, self._net(), (self._grad, self._moments, self._adam_steps + 1), settings, mask,
