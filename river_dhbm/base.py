@@ -1,9 +1,11 @@
 """The River-facing API shared by every model: `learn_one`, `predict_proba_one` and friends.
 
 `HybridClassifier` holds the rows at the door (a dict packed straight into the buffer), the
-mini-batch buffer with the class bookkeeping, and every public entry point. The checks
-themselves are functions of `river_dhbm._input` (`checks`: values, frames, arrays, labels;
-`params`: hyper-parameters); `river_dhbm._kernels.first_use` says when Numba must compile.
+features and classes, and every public entry point. The mini-batch buffer those entry points
+feed, and its updates, are `river_dhbm.minibatch`; the labeled-only twin and the mixture
+the predictions go through, `river_dhbm.safety`. The checks are functions of
+`river_dhbm._input` (`checks`: values, frames, arrays, labels; `params`: hyper-parameters);
+`river_dhbm._kernels.first_use` says when Numba must compile.
 
 A subclass supplies the mathematics through four hooks, each called with validated float64
 arrays:
@@ -20,9 +22,6 @@ arrays:
 Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
 its whole input before it changes any state, so a rejected call leaves the model as it was.
 All three learning paths feed the same buffer, so they yield the same model.
-
-Long because every entry point a user calls (learning, predicting, the buffer between them and
-the drift detector's hook) lives in this one class, read from top to bottom.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from river import base
 
-from river_dhbm import change, safety
+from river_dhbm import change, minibatch, safety
 from river_dhbm._input.checks import (
     _PLAIN_NUMBERS,
     MAX_ABS,
@@ -88,14 +87,12 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     #: The paper's literal settings for the online experiments, used by `paper()`.
     _PAPER_SETTINGS: dict = {}
-    _n_buf_labeled = 0  # labeled rows in the buffer (class default: models pickled before it)
-    _staged = None  # values of the last predicted dict, packed in the buffer's next free slot
-    _staged_experts = None  # (`_staged`, the hybrid's and the twin's `p(y | x)` of it)
-    _memory = None  # the label memory (`scarce_labels.LabelMemory`), made at the first update
-    # the discriminative twin and the mixture's weight (`safety`), made with the features; models
-    # pickled before them have neither and predict with the network alone
-    _twin = None
-    _mixture = None
+    # Left out of pickles (`__getstate__`), so a loaded model reads these class defaults: the
+    # values of the last predicted dict, packed in the buffer's next free slot, and
+    # (`_staged`, the hybrid's and the twin's `p(y | x)` of it).
+    _staged = None
+    _staged_experts = None
+    #: A subclass without the setting (a test double, say) has no labeled-only twin (`safety`).
     safe_unlabeled = False
 
     def __init__(self, batch_size: int = 20, seed: int | None = None, drift_detector=None):
@@ -137,10 +134,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._n_buf = 0
         self._n_buf_labeled = 0
         self._staged = None
-        self._memory = None
+        self._memory = None  # the label memory (`scarce_labels.LabelMemory`), made when used
         _check_bool("safe_unlabeled", self.safe_unlabeled)
-        self._twin = None
-        self._mixture = None
+        self._twin = None  # the labeled-only twin and the mixture's weight (`safety`), made
+        self._mixture = None  # with the features
         self.n_updates = 0
         self.n_labeled_seen = 0
         self._watch = change.ChangeWatch(self.drift_detector)
@@ -247,7 +244,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._staged = values
         return self._X_buf[start : start + 1]
 
-    # ------------------------------------------------------------------ the mini-batch buffer
+    # ------------------------------------------------------------------ features and classes
 
     def _fix_features(self, names) -> None:
         self._features = list(names)
@@ -256,10 +253,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
         announce_compilation(self)  # the kernels come next: say so if they must be compiled
         self._init_params(len(self._features))
-        if self.safe_unlabeled and getattr(self, "learn_unlabeled", False):
-            self._twin = safety.make_twin(self)
-            self._twin._fix_features(self._features)
-            self._mixture = safety.AggregatingMixture()
+        safety.attach_twin(self)
 
     def _class_of(self, y) -> int:
         """The column of label `y`, adding a class the first time it is seen."""
@@ -272,148 +266,6 @@ class HybridClassifier(base.MiniBatchClassifier):
             if self._twin is not None:
                 self._twin._class_of(y)  # the same column in both experts
         return k
-
-    def _push(self, rows: np.ndarray, labeled: list) -> None:
-        """Append validated rows to the buffer, one update per full batch. `labeled` lists
-        `(row index, label)` of the labeled rows, in row order; the other rows are unlabeled."""
-        bs = self.batch_size
-        self._staged = None  # its slot is overwritten
-        i = k = 0
-        while i < len(rows):
-            start = self._n_buf
-            n = min(len(rows) - i, bs - start)
-            self._X_buf[start : start + n] = rows[i : i + n]
-            codes = self._y_buf
-            codes[start : start + n] = -1
-            # classes are discovered batch by batch, in row order (a new class shows up in the
-            # update of the batch that holds it, not before)
-            while k < len(labeled) and labeled[k][0] < i + n:
-                j, y = labeled[k]
-                codes[start + j - i] = self._class_of(y)
-                self._n_buf_labeled += 1
-                k += 1
-            if self._twin is not None:
-                self._score(self._X_buf[start : start + n], codes[start : start + n])
-            self._n_buf = start + n
-            i += n
-            if self._n_buf == bs:
-                self._flush()
-
-    def _push_one(self, row, y) -> None:
-        """`_push` of one row (`y` None when unlabeled); `row` is an array `[d]`, the list of
-        validated plain values from `_plain_values`, packed straight into the buffer, or None
-        when the row is the staged one, already in the buffer's next slot."""
-        experts = self._staged_experts
-        if row is not None or experts is None or experts[0] is not self._staged:
-            experts = None  # not the row the experts predicted last
-        self._staged = None
-        start = self._n_buf
-        if row is None:
-            pass
-        elif type(row) is list:
-            d = len(row)
-            _row_packer(d)(self._X_buf, 8 * d * start, *row)
-        else:
-            self._X_buf[start] = row
-        if y is None:
-            self._y_buf[start] = -1
-        else:
-            k = self._y_buf[start] = self._class_of(y)
-            self._n_buf_labeled += 1
-            if self._twin is None:
-                pass
-            elif experts is not None and k < len(experts[1]):  # as predicted: no second pass
-                self._mixture.score(np.array([experts[1]]), np.array([experts[2]]), np.array([k]))
-            else:
-                self._score(self._X_buf[start : start + 1], self._y_buf[start : start + 1])
-        self._n_buf = start + 1
-        if self._n_buf == self.batch_size:
-            self._flush()
-
-    def _flush(self, predict: bool = False) -> np.ndarray | None:
-        """One update on the full buffer (`_learn`); with `predict`, returns `p(y | x)` of its
-        rows before the update. The twin (`safety`) then learns the buffer's labeled rows."""
-        X, codes = self._X_buf, self._y_buf
-        twin = self._twin
-        if twin is not None:  # copies: an update may change the buffer
-            labeled = codes >= 0
-            X_labeled, codes_labeled = X[labeled], codes[labeled]
-        P = self._learn(X, codes, self._n_buf_labeled, predict)
-        self._n_buf = 0
-        self._n_buf_labeled = 0
-        self._staged = None
-        if twin is not None:  # the ablation's update, without the rows it weighs 0
-            twin._learn(X_labeled, codes_labeled, len(codes_labeled))
-        return P
-
-    def _learn(self, X: np.ndarray, codes: np.ndarray, n_labeled: int,
-               predict: bool = False) -> np.ndarray | None:
-        """One update on the mini-batch `X`, `codes` (`n_labeled` labeled rows), counted; with
-        `predict`, returns `p(y | x)` of its rows before the update (`_predict_update`). The
-        drift detector gets the labeled rows' errors of that prediction."""
-        watch = self._watch.active and n_labeled > 0
-        self.n_labeled_seen += n_labeled
-        P = self._predict_update(X, codes) if predict or watch else self._update(X, codes)
-        self.n_updates += 1
-        if watch:
-            self._watch.rose(change.labeled_errors(P, codes), self.n_updates * self.batch_size)
-        if self._watch.due(self.n_updates):
-            change.restart(self)
-        return P
-
-    def _mixed_flush(self) -> np.ndarray:
-        """`_flush(predict=True)` of a model with a twin: the mixture's `p(y | x)` of the
-        buffer's rows before the update (with the weight before them), the labeled rows then
-        scored by both experts' predictions, and both experts updated."""
-        codes = self._y_buf.copy()
-        P_twin = self._twin._proba(self._X_buf)
-        P_hybrid = self._flush(predict=True)
-        P = self._mixture.mix(P_hybrid, P_twin)
-        labeled = codes >= 0
-        self._mixture.score(P_hybrid[labeled], P_twin[labeled], codes[labeled])
-        return P
-
-    def _score(self, X: np.ndarray, codes: np.ndarray) -> None:
-        """Score the labeled rows among `X`, `codes` (class indices, -1 unlabeled) by both
-        experts before either learns them: the model changes only when its buffer is full, so
-        this is the state that predicted them."""
-        labeled = codes >= 0
-        if not labeled.any():
-            return
-        X, codes = X[labeled], codes[labeled]
-        self._mixture.score(self._proba(X), self._twin._proba(X), codes)
-
-    def _run_end(self, start: int, n: int, bs: int, pairs: list, k: int) -> int:
-        """End of the rows from `start` that `_test_then_train_run` may take: whole model
-        mini-batches, the buffer empty, up to the first batch with a label not seen yet
-        (`start` itself when there are none)."""
-        if not self._classes or self._n_buf or bs != self.batch_size:
-            return start
-        stop = start + (n - start) // bs * bs
-        for j in range(k, len(pairs)):
-            i, v = pairs[j]
-            if i >= stop:
-                break
-            if v not in self._class_index:
-                return start + (i - start) // bs * bs
-        return stop
-
-    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        """Test-then-train on whole mini-batches of known classes with the buffer empty:
-        `codes` int64 class indices (-1 unlabeled); returns the predicted class indices, each
-        row predicted before the update of its mini-batch (`_predict_update`). Models may
-        override it with a single kernel call."""
-        bs = self.batch_size
-        predicted = np.empty(len(X), dtype=np.int64)
-        for start in range(0, len(X), bs):
-            batch = slice(start, start + bs)
-            self._X_buf[:] = X[batch]
-            self._y_buf[:] = codes[batch]
-            self._n_buf = bs
-            self._n_buf_labeled = int((codes[batch] >= 0).sum())
-            P = self._flush(predict=True) if self._twin is None else self._mixed_flush()
-            predicted[batch] = P.argmax(axis=1)
-        return predicted
 
     # ------------------------------------------------------------------ learning
 
@@ -443,9 +295,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         due = self._late_rows(late, index) if type(late) is not tuple or late else ()
         if self._features is None:
             self._fix_features(features)
-        self._push_one(row, label)
+        minibatch.push_one(self, row, label)
         for row_late, y_late in due:
-            self._push_one(row_late, y_late)
+            minibatch.push_one(self, row_late, y_late)
 
     def _late_rows(self, late, index: dict) -> list:
         """`late`'s `(x, y)` pairs as checked `(row, label)` pairs (`index`: the features)."""
@@ -471,7 +323,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             return
         if self._features is None:
             self._fix_features(features)
-        self._push(rows, [(i, v) for i, v in enumerate(labels) if v is not None])
+        minibatch.push(self, rows, [(i, v) for i, v in enumerate(labels) if v is not None])
 
     def learn_arrays(self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None) -> None:
         """Array path: `X` float `[n, d]` with columns features `0..d-1`, `y` labels `[n]`,
@@ -481,7 +333,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             return
         if self._features is None:
             self._fix_features(features)
-        self._push(X, pairs)
+        minibatch.push(self, X, pairs)
 
     def test_then_train_arrays(
         self,
@@ -503,33 +355,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         bs = self.batch_size if batch_size is None else batch_size
         _check_int("batch_size", bs, 1)
         X, features, pairs = _check_learn_arrays(X, y, labeled, self._features)
-        predicted = np.full(len(X), -1, dtype=np.int64)
         if len(X) and self._features is None:
             self._fix_features(features)
-        k = start = 0  # pairs[k:] are the labeled rows from `start` on
-        while start < len(X):
-            stop = self._run_end(start, len(X), bs, pairs, k)
-            run = stop > start  # whole mini-batches of known classes: one call
-            if not run:  # one block: predict, then buffer (a new class, a straddled batch)
-                stop = min(start + bs, len(X))
-            end = k
-            while end < len(pairs) and pairs[end][0] < stop:
-                end += 1
-            if run:
-                codes = np.full(stop - start, -1, dtype=np.int64)
-                for i, v in pairs[k:end]:
-                    codes[i - start] = self._class_index[v]
-                if self._twin is None:
-                    predicted[start:stop] = self._test_then_train_run(X[start:stop], codes)
-                else:  # a model's own run (one kernel call) predicts with its network alone
-                    predicted[start:stop] = HybridClassifier._test_then_train_run(
-                        self, X[start:stop], codes)
-            else:
-                if self._classes:
-                    predicted[start:stop] = self._predictive_proba(X[start:stop]).argmax(axis=1)
-                self._push(X[start:stop], [(i - start, v) for i, v in pairs[k:end]])
-            k, start = end, stop
-        return predicted
+        return minibatch.test_then_train(self, X, pairs, bs)
 
     # ------------------------------------------------------------------ prediction
 
@@ -539,14 +367,14 @@ class HybridClassifier(base.MiniBatchClassifier):
         _check_dict(x)
         if not self._classes:
             return {}
-        return dict(zip(self._classes, self._predictive_proba_row(self._row(x))))
+        return dict(zip(self._classes, safety.predictive_proba_row(self, self._row(x))))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
         _check_dict(x)
         if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
             return super().predict_one(x, **kwargs)
-        return self._classes[self._predictive_row(self._row(x))]
+        return self._classes[safety.predictive_row(self, self._row(x))]
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
@@ -555,7 +383,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         if not self._classes:
             return pd.DataFrame(index=X.index)
         rows = _check_frame(X, self._features)
-        P = self._predictive_proba(rows) if len(rows) else np.zeros((0, len(self._classes)))
+        P = safety.predictive_proba(self, rows) if len(rows) else np.zeros((0, len(self._classes)))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
@@ -563,32 +391,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         X, _ = _check_arrays(X, self._features)
         if not self._classes:
             return np.zeros((len(X), 0))
-        return self._predictive_proba(X)
-
-    # the predictions of the public entry points: the network's, or the mixture's with the twin
-
-    def _predictive_proba(self, X: np.ndarray) -> np.ndarray:
-        P = self._proba(X)
-        mixture = self._mixture
-        if mixture is None or mixture.weight == 1.0:  # the twin's share rounds to nothing
-            return P
-        return mixture.mix(P, self._twin._proba(X))
-
-    def _predictive_proba_row(self, row: np.ndarray) -> list:
-        mixture = self._mixture
-        if mixture is None or mixture.weight == 1.0:
-            return self._proba_row(row)
-        hybrid, twin = self._proba_row(row), self._twin._proba_row(row)
-        if row.base is self._X_buf:  # the staged dict: `learn_one` of it scores with these
-            self._staged_experts = (self._staged, hybrid, twin)
-        return mixture.mix(np.array([hybrid]), np.array([twin]))[0].tolist()
-
-    def _predictive_row(self, row: np.ndarray) -> int:
-        mixture = self._mixture
-        if mixture is None or mixture.weight == 1.0:
-            return self._predict_row(row)
-        p = self._predictive_proba_row(row)
-        return p.index(max(p))
+        return safety.predictive_proba(self, X)
 
     # ------------------------------------------------------------------ hooks
 
@@ -605,6 +408,13 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Test-then-train on whole mini-batches of known classes with the buffer empty:
+        `codes` int64 class indices (-1 unlabeled); returns the predicted class indices, each
+        row predicted before the update of its mini-batch. One update per mini-batch
+        (`minibatch.batch_by_batch`); models may override it with a single kernel call."""
+        return minibatch.batch_by_batch(self, X, codes)
 
     def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """`_proba(X)`, then `_update(X, y)`; models whose update starts with the prediction's

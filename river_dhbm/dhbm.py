@@ -1,9 +1,8 @@
 """The Deep Hybrid Boltzmann Machine (Ororbia, Giles & Reitter, 2016) as a River classifier.
 
-Long because one estimator is read here from top to bottom: its documentation, its parameters,
-its arrays and the three prediction paths that share the update's recognition pass. Its kernels
-are in `river_dhbm._kernels.dhbm`; its measured figures and the choices where the paper is vague
-are in docs/models/dhbm.md.
+Its kernels are in `river_dhbm._kernels.dhbm`, its test-then-train over many mini-batches in one
+kernel call in `river_dhbm.fused_run`; its measured figures and the choices where the paper is
+vague are in docs/models/dhbm.md.
 """
 
 from __future__ import annotations
@@ -11,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 from river import base
 
-from river_dhbm import change, scarce_labels
+from river_dhbm import fused_run, scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network
 from river_dhbm._input.params import (
     PSEUDO_LABELS,
     _check_beta_schedule,
+    _check_bool,
     _check_choice,
     _check_hidden_sizes,
     _check_int,
@@ -156,9 +156,6 @@ class DHBM(HybridClassifier):
         Deep Hybrid Boltzmann Machines and Denoising Autoencoders. arXiv:1511.06964.
     """
 
-    # models pickled before these settings existed go on learning as they did
-    steps, warm_start, init = 1, None, "glorot"
-
     _PAPER_SETTINGS = {
         "safe_unlabeled": False,
         "estimator": "mf",
@@ -262,9 +259,7 @@ class DHBM(HybridClassifier):
         _check_choice("estimator", self.estimator, tuple(ESTIMATORS))
         _check_int("n_particles", self.n_particles, 1)
         _check_int("gibbs_sweeps", self.gibbs_sweeps, 1)
-        if not isinstance(self.particle_dropout, bool):
-            raise ValueError(f"Invalid particle_dropout ({self.particle_dropout!r}). Must be "
-                             "True or False")
+        _check_bool("particle_dropout", self.particle_dropout)
         _check_int("mf_steps", self.mf_steps, 0)
         _check_int("steps", self.steps, 1)
         if self.warm_start is not None:
@@ -300,11 +295,8 @@ class DHBM(HybridClassifier):
     # ------------------------------------------------------------------ state
 
     _SCRATCH = ("_grad", "_work", "_pred_act")
-    _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
 
     def __setstate__(self, state):
-        # earlier versions took one Adam step per update, numbered by `n_updates`
-        state.setdefault("_adam_steps", state.get("n_updates", 0))
         self.__dict__.update(state)
         if self._theta is not None:
             self._alloc_work()
@@ -331,36 +323,27 @@ class DHBM(HybridClassifier):
         self._part_h = (self._rng.random(M * A) < 0.5).astype(dtype)
         self._part_y = np.zeros((M, 0), dtype)
         self._moments = network.adam_moments(theta, self.optimizer)
-        self._adam_steps = 0
+        self._adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at`)
         self._alloc_work()
 
     def _alloc_work(self) -> None:
         """Work arrays of one update and of a one-row prediction (rebuilt when classes grow)."""
-        # room for the mini-batch and its replayed rows (`scarce_labels`)
-        n, D, C = self.batch_size + self.replay, int(self._sizes[0]), len(self._classes)
-        A = int(self._hcum[-1])
-        wide = max(n, self._part_x.shape[0], 1) * int(self._sizes.max())
-        t = self._theta.dtype
         self._grad = np.zeros_like(self._theta)
+        # room for the mini-batch and its replayed rows (`scarce_labels`); the weights'
+        # transposes for all but wide networks (`network.MIRROR_MAX_WIDTH`)
         narrow = int(self._sizes.max()) <= network.MIRROR_MAX_WIDTH
-        self._work = dict(
-            act=np.zeros(n * A, t), mu=np.zeros(n * A, t), neg=np.zeros(n * A, t),
-            delta=np.zeros(n * A, t), zbuf=np.zeros(wide, t), xrec=np.zeros((n, D), t),
-            P=np.zeros((n, C), t), T=np.zeros((n, C), t), Y=np.zeros((n, C), t),
-            wrow=np.zeros(n, t), wdisc=np.zeros(n, t), first_pred=np.zeros(n, np.int64),
-            # the weights' transposes, rebuilt by every update (`network.transpose_weights`);
-            # none for wide networks (`network.MIRROR_MAX_WIDTH`)
-            mirror=np.zeros_like(self._theta) if narrow else np.zeros(0, t),
-        )
-        self._pred_act = np.zeros(A)
+        self._work = dhbm_kernels.alloc_work(
+            self.batch_size + self.replay, self._sizes, self._hcum, len(self._classes),
+            self._part_x.shape[0], self._theta.dtype, self._theta.size if narrow else 0)
+        self._pred_act = np.zeros(int(self._hcum[-1]))
 
-    _WORK_ORDER = (
-        "act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror",
-    )
+    def _net(self) -> tuple:
+        """The kernels' `net`: the parameters, their layout, the class count, the units' kind."""
+        return self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind
 
-    def _work_arrays(self) -> list:
-        """The work arrays in the order `dhbm_update` (and `dhbm_test_then_train`) take them."""
-        return [self._work[name] for name in self._WORK_ORDER]
+    def _work_arrays(self) -> tuple:
+        """The kernels' `work`: the work arrays in the order `dhbm_update` takes them."""
+        return tuple(self._work[name] for name in dhbm_kernels.WORK)
 
     def _add_class(self) -> None:
         C = len(self._classes)
@@ -373,41 +356,35 @@ class DHBM(HybridClassifier):
 
     # ------------------------------------------------------------------ hooks
 
-    def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
+    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
         # the kernel makes the proxy labels itself, from the prediction it computes first
         n_batch = len(X)
         steps = scarce_labels.steps_at(self, self.n_labeled_seen)
         X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False, rounds=steps)
         dtype = self._theta.dtype
         X = X.astype(dtype, copy=False)
-        n = X.shape[0]
         A = int(self._hcum[-1])
         keep = 1.0 - self.dropout
         rng = self._rng
-        mask = (rng.random(n * A) < keep).astype(dtype) if self.dropout > 0 else self._empty
+        mask = (rng.random(len(X) * A) < keep).astype(dtype) if self.dropout > 0 else self._empty
         M = self._part_x.shape[0]
-        if M:
+        particles = (self._part_x, self._part_h, self._part_y) + (self._empty,) * 3  # MF: none
+        if M:  # SAP: the particles' mask, then the draws of every Gibbs sweep of every step
             masked = self.dropout > 0 and self.particle_dropout
             part_mask = (rng.random(M * A) < keep).astype(dtype) if masked else self._empty
             draw = rng.standard_normal if self._kind != network.SIGMOID else rng.random
             K = self.gibbs_sweeps * steps
-            noise_h = draw(K * M * A)
-            noise_v = rng.random(K * (M * self._part_x.shape[1] + M))
-        else:
-            part_mask = noise_h = noise_v = self._empty
-        # the MF kernel never compiles the SAP negative phase (a shorter first use)
-        update = (dhbm_kernels.dhbm_update_mf if self._estimator == dhbm_kernels.MF
-                  else dhbm_kernels.dhbm_update)
+            particles = (*particles[:3], part_mask, draw(K * M * A),
+                         rng.random(K * (M * self._part_x.shape[1] + M)))
         alpha, beta, disc_weight = scarce_labels.term_weights(
             self, self._unlabeled_weight(self._current_beta()))
-        update(
-            X, y, self._theta, self._grad, self._off, self._sizes, self._hcum,
-            len(self._classes), self._kind, self._estimator, self.mf_steps,
-            self._step_size() * scarce_labels.step_scale(self, self.n_labeled_seen), alpha,
-            beta, scarce_labels.proxy_confidence(self),
-            disc_weight, self.pseudo_label == "hard", mask,
-            self._part_x, self._part_h, self._part_y, part_mask, noise_h, noise_v,
-            *self._work_arrays(), self._moments, self._adam_steps + 1, steps, n_batch, _NO_CODES,
+        lr = self._step_size() * scarce_labels.step_scale(self, self.n_labeled_seen)
+        settings = (self.mf_steps, lr, alpha, beta, scarce_labels.proxy_confidence(self),
+                    disc_weight, self.pseudo_label == "hard")
+        # one kernel per estimator: the MF kernel never compiles the SAP negative phase
+        dhbm_kernels.UPDATE_KERNELS[self._estimator](
+            X, y, self._net(), (self._grad, self._moments, self._adam_steps + 1), settings, mask,
+            particles, self._work_arrays(), steps, n_batch, _NO_CODES,
         )
         self._adam_steps += steps
 
@@ -418,73 +395,18 @@ class DHBM(HybridClassifier):
         # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
         if (self.dropout > 0 or not self._classes
                 or scarce_labels.steps_at(self, self.n_labeled_seen) > 1):
-            return super()._predict_update(X, y)
+            P = self._proba(X)  # the update makes its proxy labels itself: it takes no `P`
+            self._update(X, y)
+            return P
         self._update(X, y)
         return self._work["P"][: len(X)].astype(np.float64)
 
     def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         # Mean-field estimator without dropout: nothing random, so a run of mini-batches is one
-        # kernel call (the per-batch Python work costs as much as a quarter of the update). The
-        # drift detector is consulted where the per-batch path would restart (`change`).
+        # kernel call (the per-batch Python work costs as much as a quarter of the update)
         if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
             return super()._test_then_train_run(X, codes)
-        if not self._watch.active:
-            return self._fused_run(X, codes)
-        bs = self.batch_size
-        predicted = np.empty(len(X), dtype=np.int64)
-        start = 0
-        while start < len(X):
-            batches = change.CHECK_EVERY - self.n_updates % change.CHECK_EVERY
-            stop = min(len(X), start + bs * batches)
-            first_update = self.n_updates
-            predicted[start:stop] = self._fused_run(X[start:stop], codes[start:stop])
-            for b, b0 in enumerate(range(start, stop, bs), first_update + 1):
-                labeled = codes[b0 : b0 + bs] >= 0
-                if labeled.any():
-                    errors = predicted[b0 : b0 + bs][labeled] != codes[b0 : b0 + bs][labeled]
-                    self._watch.rose(errors, b * bs)
-            if self._watch.due(self.n_updates):
-                change.restart(self)
-            start = stop
-        return predicted
-
-    def _fused_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        """Test-then-train on whole mini-batches in one kernel call; the predicted classes."""
-        X = X.astype(self._theta.dtype, copy=False)
-        n_batches = len(X) // self.batch_size
-        if self.beta_schedule is None:
-            betas = np.full(n_batches, float(self.beta))
-        else:
-            t = self.n_updates + np.arange(n_batches)
-            betas = np.array([scarce_labels.beta_at(self.beta, self.beta_schedule, b) for b in t])
-        if not self.learn_unlabeled:
-            betas[:] = 0.0
-        predicted = np.empty(len(X), dtype=np.int64)
-        memory = scarce_labels.memory_of(self, X.shape[1])
-        # each update's steps (the labeled rows seen count its own batch, as `_flush` does), and
-        # the per-batch path's draws, in its order: `replay` uniforms per step of an update
-        labeled = (codes >= 0).reshape(n_batches, -1).sum(axis=1)
-        seen = self.n_labeled_seen + np.cumsum(labeled)
-        steps = scarce_labels.steps_at(self, seen)
-        share = scarce_labels.generative_share(self, seen)  # as `term_weights` does
-        uniforms = self._rng.random(int(steps.sum()) * self.replay)
-        confidence = 2.0 if self.confidence is None or not self.learn_unlabeled else float(
-            self.confidence)
-        dhbm_kernels.dhbm_test_then_train(
-            X, codes, betas * share, self._adam_steps + 1, predicted, self._theta, self._grad,
-            self._off, self._sizes, self._hcum, len(self._classes), self._kind, self.mf_steps,
-            self._step_size() * scarce_labels.step_scale(self, seen), float(self.alpha) * share,
-            float(self.discriminative_weight) / share,
-            self.pseudo_label == "hard", self._part_x, self._part_h, self._part_y, self._empty,
-            *self._work_arrays(), self._moments, memory.X, memory.y, memory.state, uniforms,
-            self.replay, confidence, self.n_labeled_seen - self._labels_before_change,
-            scarce_labels.PSEUDO_LABEL_WARM_UP,
-            steps, self._work["first_pred"],
-        )
-        self._adam_steps += int(steps.sum())
-        self.n_updates += n_batches
-        self.n_labeled_seen += int((codes >= 0).sum())
-        return predicted
+        return fused_run.test_then_train(self, X, codes)
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]
@@ -494,11 +416,10 @@ class DHBM(HybridClassifier):
             return P
         t = self._theta.dtype
         act = np.empty(n * int(self._hcum[-1]), t)
-        zbuf = np.empty(n * int(self._sizes.max()), t)
         P = np.empty((n, len(self._classes)), t)
         dhbm_kernels.dhbm_proba(
             X.astype(t, copy=False), self._theta, self._off, self._sizes, self._hcum,
-            len(self._classes), self._kind, 1.0 - self.dropout, 0, act, zbuf, P,
+            len(self._classes), self._kind, 1.0 - self.dropout, act, P,
         )
         return P.astype(np.float64, copy=False)
 

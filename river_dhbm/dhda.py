@@ -172,12 +172,6 @@ class DHDA(HybridClassifier):
         "batch_size": 20,
     }
 
-    _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
-
-    # models pickled before these settings existed go on learning as they did
-    steps, warm_start, init, optimizer = 1, None, "glorot", "sgd"
-    _moments = np.zeros(0)
-
     #: Step of the layers above the first, relative to `learning_rate`, when
     #: `slow_upper_layers` (the same for every depth) ...
     UPPER_STEP = 0.03

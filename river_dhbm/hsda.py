@@ -168,11 +168,6 @@ class HSDA(HybridClassifier):
         "batch_size": 20,
     }
 
-    # models pickled before these settings existed go on learning as they did
-    steps, warm_start, init, optimizer, discriminative_weight = 1, None, "glorot", "sgd", 1.0
-    _moments = np.zeros(0)
-    _adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at` of them)
-
     #: `weighted_layers`: each layer's running log-loss forgets at this rate per labeled row
     #: (a memory of about 1,000 labels) ...
     LAYER_LOSS_DECAY = 0.001

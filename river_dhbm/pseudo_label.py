@@ -170,11 +170,6 @@ class PseudoLabelMLP(HybridClassifier):
     #: Trained weights stay below 1 on LED and Waveform (`paper()`, 20,000 rows).
     DIVERGED = 100.0
 
-    # models pickled before these settings existed go on learning as they did
-    steps, warm_start, init, optimizer = 1, None, "glorot", "sgd"
-    _moments = np.zeros(0)
-    _adam_steps = 0
-
     def __init__(
         self,
         hidden_sizes: tuple = (64,),

@@ -134,8 +134,55 @@ def _weights(gaps: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------- the twin
 
 
-def make_twin(model):
-    """`model`'s discriminative twin: the same class, settings and seed (so the same initial
-    weights), with `learn_unlabeled=False` and no twin of its own."""
-    return model.clone({"learn_unlabeled": False, "safe_unlabeled": False})
+def attach_twin(model) -> None:
+    """Give `model`, whose features are fixed, its discriminative twin and their mixture when
+    it learns unlabeled rows under `safe_unlabeled`. The twin is the same class, settings and
+    seed (so the same initial weights), with `learn_unlabeled=False` and no twin of its own."""
+    if model.safe_unlabeled and getattr(model, "learn_unlabeled", False):
+        model._twin = model.clone({"learn_unlabeled": False, "safe_unlabeled": False})
+        model._twin._fix_features(model._features)
+        model._mixture = AggregatingMixture()
 
+
+def score(model, X: np.ndarray, codes: np.ndarray) -> None:
+    """Score the labeled rows among `X`, `codes` (class indices, -1 unlabeled) by both of
+    `model`'s experts before either learns them: the model changes only when its buffer is
+    full, so this is the state that predicted them."""
+    labeled = codes >= 0
+    if not labeled.any():
+        return
+    X, codes = X[labeled], codes[labeled]
+    model._mixture.score(model._proba(X), model._twin._proba(X), codes)
+
+
+# ------------------------------------------------------------- the predictions of the API
+
+
+def predictive_proba(model, X: np.ndarray) -> np.ndarray:
+    """`p(y | x)` of `model`'s public predictions: its network's, or the aggregating
+    algorithm's over the network and the twin."""
+    P = model._proba(X)
+    mixture = model._mixture
+    if mixture is None or mixture.weight == 1.0:  # the twin's weight rounds to nothing
+        return P
+    return mixture.mix(P, model._twin._proba(X))
+
+
+def predictive_proba_row(model, row: np.ndarray) -> list:
+    """`predictive_proba` of one validated row `[1, d]`, as a list."""
+    mixture = model._mixture
+    if mixture is None or mixture.weight == 1.0:
+        return model._proba_row(row)
+    hybrid, twin = model._proba_row(row), model._twin._proba_row(row)
+    if row.base is model._X_buf:  # the staged dict: `learn_one` of it scores with these
+        model._staged_experts = (model._staged, hybrid, twin)
+    return mixture.mix(np.array([hybrid]), np.array([twin]))[0].tolist()
+
+
+def predictive_row(model, row: np.ndarray) -> int:
+    """The class index `predict_one` answers for one validated row `[1, d]`."""
+    mixture = model._mixture
+    if mixture is None or mixture.weight == 1.0:
+        return model._predict_row(row)
+    p = predictive_proba_row(model, row)
+    return p.index(max(p))

@@ -8,7 +8,7 @@ from river import base
 from river_dhbm import scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network
-from river_dhbm._kernels.sben import sben_proba, sben_update, sben_update_mf
+from river_dhbm._kernels.sben import UPDATE_KERNELS, sben_proba
 from river_dhbm.base import HybridClassifier
 from river_dhbm.dhbm import DHBM, ESTIMATORS
 
@@ -271,12 +271,10 @@ class SBEN(DHBM):
         w = self._work
         alpha, beta, disc_weight = scarce_labels.term_weights(
             self, self._unlabeled_weight(self._current_beta()))
-        # the MF kernel never compiles the SAP negative phase (a shorter first use)
-        update = sben_update_mf if self._estimator == dhbm_kernels.MF else sben_update
-        update(
+        # one kernel per estimator: the MF kernel never compiles the SAP negative phase
+        UPDATE_KERNELS[self._estimator](
             X, y, self._theta, self._grad, self._moments, self._adam_steps + 1, self._boff,
-            self._offs, self._bsizes, self._hcums, len(self._classes), self._kind,
-            self._estimator, self.mf_steps,
+            self._offs, self._bsizes, self._hcums, len(self._classes), self._kind, self.mf_steps,
             float(self.learning_rate) * scarce_labels.step_scale(self, self.n_labeled_seen),
             alpha, beta, disc_weight,
             self.pseudo_label == "hard", keep, masks, n * self._moff_unit, self._part_x,

@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 from river_dhbm._input.params import _check_bool, _check_int, _check_range
-from river_dhbm._kernels.replay import confident_labels, memory_push, memory_replay
+from river_dhbm._kernels.replay import (
+    NO_PROXY_LABELS,
+    confident_labels,
+    memory_push,
+    memory_replay,
+)
 
 #: Labeled rows a model must have learnt before its confident proxy labels start: a model fitted
 #: to a handful of labels is confidently wrong (the measurement: docs/models/index.md).
@@ -64,6 +69,15 @@ def check_params(model, confidence: bool = True) -> None:
         _check_range("confidence", model.confidence, 0.0, 1.0, low_open=True)
 
 
+def labels_since_change(model, n_labeled) -> np.ndarray | int:
+    """Of `n_labeled` labeled rows seen in all (an int or an array of them), how many came
+    after the last change `model` detected (`change.restart`): what the warm start counts, so
+    that a change restarts it."""
+    if np.isscalar(n_labeled):
+        return int(n_labeled) - model._labels_before_change
+    return np.asarray(n_labeled) - model._labels_before_change
+
+
 def steps_at(model, n_labeled) -> np.ndarray | int:
     """Gradient steps of an update once `n_labeled` labeled rows have been seen (an int or an
     array of them): `model.steps` up to `model.warm_start` labeled rows, then
@@ -71,10 +85,10 @@ def steps_at(model, n_labeled) -> np.ndarray | int:
     `warm_start` is None. Labels are counted from the last change the model detected. Many
     steps let a young network catch up with a linear model; once its labels are many, they
     would replay each row of the label memory dozens of times and fit its noise."""
-    steps, warm = model.steps, getattr(model, "warm_start", None)
+    steps, warm = model.steps, model.warm_start
     if warm is None:
         return steps if np.isscalar(n_labeled) else np.full(np.shape(n_labeled), steps)
-    n_labeled = np.subtract(n_labeled, model._labels_before_change)  # a change restarts it
+    n_labeled = labels_since_change(model, n_labeled)
     k = np.clip(np.rint(steps * warm / np.maximum(n_labeled, 1)), 1, steps).astype(np.int64)
     return int(k) if np.isscalar(n_labeled) else k
 
@@ -90,10 +104,10 @@ def generative_share(model, n_labeled) -> np.ndarray | float:
     their pull grows with the stream as fast as the labels' evidence does, and a network that
     learns a stationary stream for long ends where the prior and the labels balance, short of
     what the labels alone reach; a prior's weight stays fixed while the evidence grows."""
-    warm = getattr(model, "warm_start", None)
+    warm = model.warm_start
     if warm is None:
         return 1.0 if np.isscalar(n_labeled) else np.ones(np.shape(n_labeled))
-    n_labeled = np.subtract(n_labeled, model._labels_before_change)
+    n_labeled = labels_since_change(model, n_labeled)
     share = np.minimum(1.0, warm / np.maximum(n_labeled, 1))
     return float(share) if np.isscalar(n_labeled) else share
 
@@ -106,10 +120,16 @@ STEP_POWER = 0.25
 
 def step_scale(model, n_labeled) -> np.ndarray | float:
     """Factor of the step size once `n_labeled` labeled rows have been seen since the last
-    change: 1 while the model is young (`warm_start`), then `generative_share ** STEP_POWER`.
-    Python's power on each value, so that the fused run and the per-batch path take the very
-    same steps (numpy's vector power may differ in the last bit)."""
-    share = generative_share(model, n_labeled)
+    change: 1 while the model is young (`warm_start`), then `generative_share ** STEP_POWER`
+    (`share_step_scale`)."""
+    return share_step_scale(generative_share(model, n_labeled))
+
+
+def share_step_scale(share) -> np.ndarray | float:
+    """The step size's factor at the generative share `share` (a float or an array):
+    `share ** STEP_POWER`. Python's power on each value, so that the fused run and the
+    per-batch path take the very same steps (numpy's vector power may differ in the last
+    bit)."""
     if np.isscalar(share):
         return share**STEP_POWER
     return np.array([s**STEP_POWER for s in share.tolist()])
@@ -131,17 +151,23 @@ def memory_of(model, n_features: int) -> LabelMemory:
     return model._memory
 
 
+def warm_confidence(model) -> float:
+    """The confidence an unlabeled row's prediction needs to become a proxy label once `model`
+    has seen `PSEUDO_LABEL_WARM_UP` labeled rows: its `confidence`, or `NO_PROXY_LABELS`
+    (above 1, never reached) when that is None or the model does not learn from unlabeled
+    rows."""
+    if model.confidence is None or not model.learn_unlabeled:
+        return NO_PROXY_LABELS
+    return float(model.confidence)
+
+
 def proxy_confidence(model) -> float:
     """The confidence an unlabeled row's prediction needs to become a proxy label in the next
-    update; above 1 (never reached) when the model does not learn from unlabeled rows or has
-    seen fewer than `PSEUDO_LABEL_WARM_UP` labeled rows, or its `confidence` is None."""
-    if (
-        model.confidence is None
-        or not model.learn_unlabeled
-        or model.n_labeled_seen - model._labels_before_change < PSEUDO_LABEL_WARM_UP
-    ):
-        return 2.0
-    return float(model.confidence)
+    update: `warm_confidence`, or `NO_PROXY_LABELS` while fewer than `PSEUDO_LABEL_WARM_UP`
+    labeled rows have been seen since the last change."""
+    if labels_since_change(model, model.n_labeled_seen) < PSEUDO_LABEL_WARM_UP:
+        return NO_PROXY_LABELS
+    return warm_confidence(model)
 
 
 def learning_batch(model, X: np.ndarray, y: np.ndarray, P=None, proxy_labels: bool = True,

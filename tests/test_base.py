@@ -154,30 +154,3 @@ def test_nothing_to_predict_yet_gives_empty_predictions_whatever_the_input():
     assert model.predict_proba_one({0: float("inf")}) == {}
 
 
-@pytest.mark.parametrize("name", ["DHBM", "DHDA", "HSDA"])
-def test_a_model_pickled_before_the_steps_existed_goes_on_learning_as_it_did(name):
-    """Pickles of earlier versions lack `steps`, `warm_start` and `init` (the DHDA's and the
-    HSDA's also their `optimizer` and moments, the HSDA's its `discriminative_weight`): they
-    load, and learn with one step per update from then on."""
-    import river_dhbm
-
-    cls = getattr(river_dhbm, name)
-    rng = np.random.default_rng(0)
-    X, y = rng.random((60, 4)), rng.integers(0, 3, 60)
-    settings = {"steps": 1, "warm_start": None, "init": "glorot"}
-    missing = list(settings) + (["_adam_steps"] if name == "DHBM" else [])
-    if name in ("DHDA", "HSDA"):  # these had plain steps only
-        settings["optimizer"] = "sgd"
-        missing += ["optimizer", "_moments"]
-    if name == "HSDA":
-        settings["discriminative_weight"] = 1.0
-        missing += ["discriminative_weight", "_adam_steps"]
-    kept = cls(seed=1, **settings)
-    kept.learn_arrays(X[:20], y[:20])
-    stale = copy.deepcopy(kept)
-    for key in missing:
-        del stale.__dict__[key]
-    loaded = pickle.loads(pickle.dumps(stale))
-    for model in (kept, loaded):
-        model.learn_arrays(X[20:], y[20:])
-    np.testing.assert_array_equal(loaded._theta, kept._theta)

@@ -10,6 +10,7 @@ import reference_dhbm as ref
 from river_dhbm._kernels import dhbm as DK
 from river_dhbm._kernels import gradients as G
 from river_dhbm._kernels import network as K
+from river_dhbm._kernels.replay import NO_PROXY_LABELS
 from kernel_calls import from_python
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -69,12 +70,11 @@ def test_layout_is_dense_and_regrow_keeps_values():
 
 
 @pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])
-@pytest.mark.parametrize("mf_steps", [0, 2])
-def test_proba_matches_reference(kind, mf_steps):
+def test_proba_matches_reference(kind):
     rng, sizes, off, hcum, theta, X = _setup()
-    act, zbuf, P = np.zeros(len(X) * hcum[-1]), np.zeros(len(X) * sizes.max()), np.zeros((6, 3))
-    DK.dhbm_proba(X, theta, off, sizes, hcum, 3, kind, 0.6, mf_steps, act, zbuf, P)
-    expected = ref.proba(X, theta, sizes, 3, off, kind, 0.6, mf_steps)
+    act, P = np.zeros(len(X) * hcum[-1]), np.zeros((6, 3))
+    DK.dhbm_proba(X, theta, off, sizes, hcum, 3, kind, 0.6, act, P)
+    expected = ref.proba(X, theta, sizes, 3, off, kind, 0.6, 0)
     np.testing.assert_allclose(P, expected, rtol=RTOL, atol=ATOL)
 
 
@@ -143,10 +143,11 @@ def test_update_matches_reference(case, C, adam, mirror):
     work = [np.zeros(n * A) for _ in range(4)] + [np.zeros(max(n, M) * max(sizes.max(), D))]
     work += [np.zeros((n, D))] + [np.zeros((n, C)) for _ in range(3)] + [np.zeros(n), np.zeros(n)]
     work += [np.full_like(theta, np.nan) if mirror else np.zeros(0)]  # rebuilt by the update
-    no_proxy = args[:3] + (2.0,) + args[3:]  # confidence above 1: no proxy labels
-    DK.dhbm_update(X, y, got[0], grad, off, sizes, hcum, C, kind, estimator, mf_steps, *no_proxy,
-                   got[1], got[2], got[3], part_mask, noise_h, noise_v, *work,
-                   got[4] if adam else np.zeros(0), 3, 1, len(X), np.zeros(0, np.int64))
+    settings = (mf_steps, *args[:3], NO_PROXY_LABELS, *args[3:5])  # no proxy labels
+    DK.UPDATE_KERNELS[estimator](X, y, (got[0], off, sizes, hcum, C, kind),
+                                 (grad, got[4] if adam else np.zeros(0), 3), settings, mask,
+                                 (got[1], got[2], got[3], part_mask, noise_h, noise_v),
+                                 tuple(work), 1, len(X), np.zeros(0, np.int64))
     assert not np.array_equal(got[0], theta)
     for a, b in zip(got, expected):
         if b is not None:
@@ -306,18 +307,19 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy)
     X = rng.random((n + steps * R, 5))
     y = np.array([0, -1, 2, -1, 1, 0, 2, 2, 0, 1])
     moments = rng.random(2 * theta.size) * 1e-3
-    confidence = 0.34 if proxy else 2.0  # low enough for some proxy labels
+    confidence = 0.34 if proxy else NO_PROXY_LABELS  # low enough for some proxy labels
 
     def work(rows):
         w = [np.zeros(rows * A) for _ in range(4)] + [np.zeros(rows * int(sizes.max()))]
         w += [np.zeros((rows, 5))] + [np.zeros((rows, C)) for _ in range(3)]
-        return w + [np.zeros(rows), np.zeros(rows), np.zeros(0)]
+        return tuple(w + [np.zeros(rows), np.zeros(rows), np.zeros(0)])
 
     def call(X, y, th, mo, step, steps, first_pred):
         e = np.zeros(0)
-        DK.dhbm_update(X, y, th, np.zeros_like(th), off, sizes, hcum, C, K.SIGMOID, DK.MF, 0,
-                       0.01, 1.0, 0.3, confidence, 1.0, False, e, np.zeros((0, 5)), e,
-                       np.zeros((0, C)), e, e, e, *work(n + R), mo, step, steps, n, first_pred)
+        DK.dhbm_update_mf(X, y, (th, off, sizes, hcum, C, K.SIGMOID), (np.zeros_like(th), mo, step),
+                          (0, 0.01, 1.0, 0.3, confidence, 1.0, False), e,
+                          (np.zeros((0, 5)), e, np.zeros((0, C)), e, e, e), work(n + R), steps, n,
+                          first_pred)
 
     got_theta, got_moments, got_y = theta.copy(), moments.copy(), y.copy()
     first_pred = np.full(n, -1, dtype=np.int64)
@@ -328,11 +330,12 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy)
     for s in range(steps):
         rows = np.r_[0:n, n + s * R : n + (s + 1) * R]
         ys = codes[rows].copy()
-        DK.dhbm_update(X[rows], ys, th, np.zeros_like(th), off, sizes, hcum, C, K.SIGMOID, DK.MF,
-                       0, 0.01, 1.0, 0.3, confidence if s == 0 else 2.0, 1.0, False, np.zeros(0),
-                       np.zeros((0, 5)), np.zeros(0), np.zeros((0, C)), np.zeros(0), np.zeros(0),
-                       np.zeros(0), *work(n + R), mo, 4 + s, 1, n + R,
-                       np.zeros(0, np.int64))
+        gate = confidence if s == 0 else NO_PROXY_LABELS
+        e = np.zeros(0)
+        DK.dhbm_update_mf(X[rows], ys, (th, off, sizes, hcum, C, K.SIGMOID),
+                          (np.zeros_like(th), mo, 4 + s), (0, 0.01, 1.0, 0.3, gate, 1.0, False), e,
+                          (np.zeros((0, 5)), e, np.zeros((0, C)), e, e, e), work(n + R), 1, n + R,
+                          np.zeros(0, np.int64))
         codes[:n] = ys[:n]
     np.testing.assert_allclose(got_theta, th, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got_moments, mo, rtol=1e-12, atol=1e-16)

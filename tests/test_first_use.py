@@ -121,17 +121,18 @@ def _globals_after_pruning(pyfunc) -> set:
 @pytest.mark.skipif(config.DISABLE_JIT, reason="no dispatchers without the JIT")
 def test_mean_field_kernels_never_compile_the_sap_phase():
     # the default (MF) learning kernels of the DHBM and the SBEN leave `sap_sweep` out (about
-    # a second of the first use); the general kernels keep it
+    # a second of the first use); the SAP kernels keep it
     from river_dhbm._kernels import dhbm as dhbm_kernels
     from river_dhbm._kernels import sben
 
-    for mf, general in ((dhbm_kernels.dhbm_update_mf, dhbm_kernels.dhbm_update),
-                        (sben.sben_update_mf, sben.sben_update)):
+    for mf, sap in ((dhbm_kernels.dhbm_update_mf, dhbm_kernels.dhbm_update_sap),
+                    (sben.sben_update_mf, sben.sben_update_sap)):
         assert "sap_sweep" not in _globals_after_pruning(mf.py_func)
-        assert "sap_sweep" in _globals_after_pruning(general.py_func)
+        assert "sap_sweep" in _globals_after_pruning(sap.py_func)
     assert first_use._kernel_of(river_dhbm.DHBM())[0] is dhbm_kernels.dhbm_update_mf
-    assert first_use._kernel_of(river_dhbm.DHBM(estimator="sap"))[0] is dhbm_kernels.dhbm_update
-    assert first_use._kernel_of(river_dhbm.SBEN(estimator="sap"))[0] is sben.sben_update
+    sap_dhbm = first_use._kernel_of(river_dhbm.DHBM(estimator="sap"))[0]
+    assert sap_dhbm is dhbm_kernels.dhbm_update_sap
+    assert first_use._kernel_of(river_dhbm.SBEN(estimator="sap"))[0] is sben.sben_update_sap
 
 
 def test_compile_clock_gives_each_function_its_own_seconds():

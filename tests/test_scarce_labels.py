@@ -140,16 +140,17 @@ def test_dhbm_kernel_proxy_labels_are_labeled_rows():
 
     def step(confidence, y_codes):
         m = copy.deepcopy(model)
-        dhbm_kernels.dhbm_update(
-            batch, y_codes.copy(), m._theta, m._grad, m._off, m._sizes, m._hcum, 3, m._kind,
-            m._estimator, 0, 0.003, 1.0, 0.1, confidence, 1.0, False, m._empty, m._part_x,
-            m._part_h, m._part_y, m._empty, m._empty, m._empty, *m._work_arrays(),
-            m._moments, m.n_updates + 1, 1, len(batch), np.zeros(0, np.int64),
+        dhbm_kernels.UPDATE_KERNELS[m._estimator](
+            batch, y_codes.copy(), m._net(), (m._grad, m._moments, m.n_updates + 1),
+            (0, 0.003, 1.0, 0.1, confidence, 1.0, False), m._empty,
+            (m._part_x, m._part_h, m._part_y, m._empty, m._empty, m._empty), m._work_arrays(),
+            1, len(batch), np.zeros(0, np.int64),
         )
         return m._theta
 
-    np.testing.assert_array_equal(step(threshold, codes), step(2.0, expected_codes))
-    assert not np.array_equal(step(threshold, codes), step(2.0, codes))
+    none = scarce_labels.NO_PROXY_LABELS
+    np.testing.assert_array_equal(step(threshold, codes), step(none, expected_codes))
+    assert not np.array_equal(step(threshold, codes), step(none, codes))
 
 
 @pytest.mark.parametrize("ratio", [0.1, 0.02])
@@ -193,11 +194,11 @@ def test_dhbm_adam_step_is_divided_by_the_depth(hidden_sizes):
     model.learn_arrays(X[20:], y[20:])
     m = before
     codes = np.array([m._class_index[v] for v in y[20:]])
-    dhbm_kernels.dhbm_update(
-        X[20:], codes, m._theta, m._grad, m._off, m._sizes, m._hcum, 3, m._kind,
-        m._estimator, 0, 0.02 / len(hidden_sizes), 1.0, 0.1, 2.0, 1.0, False, m._empty,
-        m._part_x, m._part_h, m._part_y, m._empty, m._empty, m._empty, *m._work_arrays(),
-        m._moments, 2, 1, len(X) - 20, np.zeros(0, np.int64),
+    dhbm_kernels.UPDATE_KERNELS[m._estimator](
+        X[20:], codes, m._net(), (m._grad, m._moments, 2),
+        (0, 0.02 / len(hidden_sizes), 1.0, 0.1, scarce_labels.NO_PROXY_LABELS, 1.0, False),
+        m._empty, (m._part_x, m._part_h, m._part_y, m._empty, m._empty, m._empty),
+        m._work_arrays(), 1, len(X) - 20, np.zeros(0, np.int64),
     )
     np.testing.assert_array_equal(model._theta, m._theta)
     assert DHBM(hidden_sizes=hidden_sizes, optimizer="sgd", learning_rate=0.02)._step_size() == 0.02

@@ -43,46 +43,91 @@ from river_dhbm._kernels.network import (
     transpose_weights,
     vector,
 )
-from river_dhbm._kernels.replay import confident_labels, memory_push, memory_replay, step_rows
+from river_dhbm._kernels.replay import (
+    NO_PROXY_LABELS,
+    confident_labels,
+    memory_push,
+    memory_replay,
+    step_rows,
+)
 
 MF = 0
 SAP = 1
+
+#: The work arrays `dhbm_update` and `dhbm_test_then_train` take, in their order (`alloc_work`).
+WORK = ("act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror")
 
 #: `_JIT` for a body inlined into its callers in Numba's IR (no compiled library of its own;
 #: branches on the constants its callers pass are pruned there).
 _INLINE = dict(_JIT, inline="always")
 
 
-def _update_kernel(estimator_fixed: int):
-    """The DHBM's update kernel (`dhbm_update`) for the mean-field estimator (`estimator_fixed`
-    MF), or for the one its `estimator` argument names (-1). The steps' loop is written
-    here and `_update_body` is inlined into it in Numba's IR, where the constant estimator
-    prunes the other estimator's branch before it is typed (the mean-field kernel never
-    compiles `sap_sweep`): one level of inlining, whose copy of the body costs a fraction of
-    a second of the first use per level. (Numba keys the cached kernels of a closure on
-    its closure's values too: the two kernels never share a cache entry.)"""
+def alloc_work(n: int, sizes, hcum, n_classes: int, n_particles: int, dtype,
+               mirror_size: int) -> dict:
+    """The work arrays of an update of `n` rows (`WORK`, and `first_pred`), zeros of `dtype`:
+    `act, mu, neg, delta` flat `n * hcum[L]`, `zbuf` as wide as the widest layer times the
+    rows or particles, `xrec [n, D]`, `P, T, Y [n, C]`, `wrow, wdisc [n]`, `first_pred [n]`
+    int64, and `mirror` of `mirror_size` (the weights' transposes, rebuilt by every update
+    by `network.transpose_weights`; 0: none)."""
+    A, D = n * int(hcum[-1]), int(sizes[0])
+    wide = max(n, n_particles, 1) * int(sizes.max())
+    return dict(
+        act=np.zeros(A, dtype), mu=np.zeros(A, dtype), neg=np.zeros(A, dtype),
+        delta=np.zeros(A, dtype), zbuf=np.zeros(wide, dtype), xrec=np.zeros((n, D), dtype),
+        P=np.zeros((n, n_classes), dtype), T=np.zeros((n, n_classes), dtype),
+        Y=np.zeros((n, n_classes), dtype), wrow=np.zeros(n, dtype), wdisc=np.zeros(n, dtype),
+        first_pred=np.zeros(n, np.int64), mirror=np.zeros(mirror_size, dtype),
+    )
+
+
+def _update_kernel(estimator: int):
+    """The DHBM's update kernel (`dhbm_update`) for the likelihood-gradient `estimator` (MF or
+    SAP). The steps' loop is written here and `_update_body` is inlined into it in Numba's IR,
+    where the constant estimator prunes the other estimator's branch before it is typed (the
+    mean-field kernel never compiles `sap_sweep`): one level of inlining, whose copy of the
+    body costs a fraction of a second of the first use per level. (Numba keys the cached
+    kernels of a closure on its closure's values too: the two kernels never share a cache
+    entry.)"""
 
     @njit(**_JIT)
-    def dhbm_update(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps,
-                    lr, alpha, beta, confidence, disc_weight, hard, mask, part_x, part_h, part_y,
-                    part_mask, noise_h, noise_v, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                    wdisc, theta_t, moments, step, steps, n_batch, first_pred):
+    def dhbm_update(X, y, net, optimiser, settings, mask, particles, work, steps, n_batch,
+                    first_pred):
         """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in
-        place.
+        place. Its specification is the numpy reference `tests/reference_dhbm.py` (`update`),
+        which the tests hold it to.
 
-        `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step;
-        step `s` learns the mini-batch with its own `R` rows (`replay.step_rows`): a stream
-        shows each row once, and fresh memory rows at every step keep the extra steps from
-        fitting one small batch's noise. `first_pred [n_batch]` int64 (or empty) receives each
-        mini-batch row's most probable class before the first step: the prediction. Each step,
-        on its `n` rows:
+        The arguments, grouped by meaning:
 
-        `y` int64 class indices (-1 unlabeled).
-        1. recognition pass `v = Q_rec(X)` with dropout `mask` (flat, may be empty) -> `act`;
+        - `X [n_batch + steps * R, D]`: the mini-batch, then `R` replayed rows for each step;
+          step `s` learns the mini-batch with its own `R` rows (`replay.step_rows`): a stream
+          shows each row once, and fresh memory rows at every step keep the extra steps from
+          fitting one small batch's noise. `y` int64 class indices (-1 unlabeled);
+        - `net = (theta, off, sizes, hcum, n_classes, kind)`: the flat parameters, their
+          layout (`network.param_layout`, `network.hidden_offsets`), the class count and the
+          hidden units' kind;
+        - `optimiser = (grad, moments, step)`: the gradient buffer (zero on entry and exit),
+          Adam's moments (flat `[2 * theta.size]`; empty: plain gradient steps) and Adam's
+          update number of the first step (`>= 1`; step `s` is `step + s`);
+        - `settings = (mf_steps, lr, alpha, beta, confidence, disc_weight, hard)`;
+        - `mask`: the dropout mask of the hidden units (flat, may be empty);
+        - `particles = (part_x, part_h, part_y, part_mask, noise_h, noise_v)`: SAP's persistent
+          particles, their dropout mask and the update's draws (empty for MF); the sweeps
+          split `noise_h, noise_v` evenly between the steps;
+        - `work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, mirror)`
+          (`alloc_work`, `WORK`): `act, mu, neg, delta` flat `>= n * hcum[L]`, `xrec [>= n,
+          D]`, `P, T, Y [>= n, C]`, `wrow, wdisc [>= n]` (their first `n` rows are used: a
+          step's rows), `mirror` of `theta`'s length for the weights' transposes
+          (`network.transpose_weights`, rebuilt here) or empty for none;
+        - `first_pred [n_batch]` int64 (or empty) receives each mini-batch row's most probable
+          class before the first step: the prediction.
+
+        Each step, on its `n` rows:
+
+        1. recognition pass `v = Q_rec(X)` with dropout `mask` -> `act`;
         2. `P = p(y | v)`; an unlabeled row whose largest probability reaches `confidence` gets
-           its predicted class in `y` (in place: a proxy label, learnt as a labeled row; above 1:
-           none); targets `T`: one-hot for labeled rows, for unlabeled rows `P` itself
-           (`hard` False) or its one-hot argmax (`hard` True);
+           its predicted class in `y` (in place: a proxy label, learnt as a labeled row, from
+           the first step only; `NO_PROXY_LABELS`: none); targets `T`: one-hot for labeled
+           rows, for unlabeled rows `P` itself (`hard` False) or its one-hot argmax (`hard`);
         3. `mu = v`, then `mf_steps` clamped mean-field sweeps (x and `T` clamped) -> `mu`;
         4. row weights `alpha / n_lab` (labeled) and `beta / n_unlab` (unlabeled): each subset's
            gradient is averaged over its own rows;
@@ -90,41 +135,37 @@ def _update_kernel(estimator_fixed: int):
            gradient of `-log p(T | v)` back-propagated through `U`, `d` and the recognition
            network;
         6. likelihood gradient: positive statistics `(X, mu, T)`; negative statistics from one
-           free-running mean-field step (`estimator` MF: `xrec = sigmoid(mu^1 W^1^T + c)`,
+           free-running mean-field step (the MF estimator: `xrec = sigmoid(mu^1 W^1^T + c)`,
            `Y = p(y | mu)` soft, then one clamped sweep from `mu` given `(xrec, Y)` -> `neg`)
-           or from the persistent particles (`estimator` SAP, see `sap_sweep`: as many sweeps as
+           or from the persistent particles (SAP, see `sap_sweep`: as many sweeps as
            `noise_h` holds draws for, the statistics from the last);
         7. `theta -= lr * grad` (grad holds the loss gradient: minus the likelihood gradient),
-           or, when `moments` (flat `[2 * theta.size]`) is not empty, an Adam step (update number
-           `step >= 1` for the first step, `step + s` for step `s`; see `adam_step`).
-        Proxy labels come from the first step only, and stay for the others. The SAP sweeps
-        split `noise_h, noise_v` evenly between the steps. Work arrays: `act, mu, neg, delta`
-        flat `>= n * hcum[L]`; `xrec [>= n, D]`; `P, T, Y [>= n, C]`; `wrow, wdisc [>= n]`
-        (their first `n` rows are used); `theta_t` of `theta`'s length for the transposed
-        mirror (`kernels.transpose_weights`, rebuilt here), or empty for none; their rows are a
-        step's rows.
+           or an Adam step when `moments` is not empty (see `adam_step`).
         """
+        theta, off, sizes, hcum, C, kind = net
+        grad, moments, step = optimiser
+        mf_steps, lr, alpha, beta, confidence, disc_weight, hard = settings
+        part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
+        P = work[6]  # the first step's `p(y | v)`: the prediction
         n = n_batch
-        C = n_classes
         rows = n + (X.shape[0] - n) // steps
         xs = np.empty((rows, X.shape[1]), X.dtype)
         ys = np.empty(rows, np.int64)
         hs = noise_h.shape[0] // steps
         vs = noise_v.shape[0] // steps
-        work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t)
         for s in range(steps):
             step_rows(X, y, n, s, steps, xs, ys)  # `y` holds the first step's proxy labels
-            particles = (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
-                         noise_v[s * vs : (s + 1) * vs])
-            gate = confidence if s == 0 else 2.0
-            if estimator_fixed == MF:  # a constant: one call is left, and inlined
+            drawn = (part_x, part_h, part_y, part_mask, noise_h[s * hs : (s + 1) * hs],
+                     noise_v[s * vs : (s + 1) * vs])
+            gate = confidence if s == 0 else NO_PROXY_LABELS
+            if estimator == MF:  # a constant: one call is left, and inlined
                 _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, MF, mf_steps, lr,
-                             alpha, beta, gate, disc_weight, hard, mask, particles, work,
+                             alpha, beta, gate, disc_weight, hard, mask, drawn, work,
                              moments, step + s)
             else:
-                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, estimator,
-                             mf_steps, lr, alpha, beta, gate, disc_weight, hard, mask,
-                             particles, work, moments, step + s)
+                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, SAP, mf_steps, lr,
+                             alpha, beta, gate, disc_weight, hard, mask, drawn, work,
+                             moments, step + s)
             if s == 0:
                 _first_predictions(P, C, n, first_pred)
                 for r in range(n):
@@ -133,13 +174,14 @@ def _update_kernel(estimator_fixed: int):
     return dhbm_update
 
 
-#: `steps` learning steps of the DHBM on a mixed mini-batch, the estimator as `estimator` says
-#: (see `_update_kernel`'s kernel for the algorithm).
-dhbm_update = _update_kernel(-1)
-#: `dhbm_update` with the mean-field estimator, whatever `estimator` says: the kernel of the
-#: default settings, which never compiles the SAP negative phase (`sap_sweep`, about a second
-#: of the first use).
+#: `steps` learning steps of the DHBM on a mixed mini-batch (see `_update_kernel`'s kernel for
+#: the algorithm) with the mean-field estimator: the kernel of the default settings, which never
+#: compiles the SAP negative phase (`sap_sweep`, about a second of the first use) ...
 dhbm_update_mf = _update_kernel(MF)
+#: ... and with the persistent particles (`estimator="sap"`).
+dhbm_update_sap = _update_kernel(SAP)
+#: The estimator's code (`MF`, `SAP`) -> its update kernel.
+UPDATE_KERNELS = {MF: dhbm_update_mf, SAP: dhbm_update_sap}
 
 
 @njit(**_JIT, **INNER)
@@ -241,30 +283,35 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
 
 
 @njit(**_JIT)
-def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, off, sizes, hcum,
-                         n_classes, kind, mf_steps, lrs, alphas, disc_weights, hard, part_x,
-                         part_h, part_y, empty, act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow,
-                         wdisc, theta_t, moments, mem_X, mem_y, mem_state, uniforms, replay,
-                         confidence, labeled_seen, warm_up, steps, first_pred):
+def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings, particles,
+                         work, memory, first_pred):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
-    dropout: nothing random): `dhbm_update` on each block of `n = P.shape[0] - replay` rows
-    of `X` in turn, with `codes` as its `y`, `lrs[b]`, `alphas[b]`, `betas[b]`,
-    `disc_weights[b]` as its `lr`, `alpha`, `beta`, `disc_weight` and `steps[b]` (int64) as
-    the step count of block `b`, Adam's step numbers running on from `first_step`.
-    `predicted [len(X)]` receives each row's most probable class BEFORE its update: the
-    argmax of the first step's `P`, which is the prediction (`dhbm_proba` with scale 1 and
-    no refinement). Each update also learns `replay` rows of the label memory `(mem_X,
-    mem_y, mem_state)` per step, drawn by the next `steps[b] * replay` of `uniforms`, then
-    stores the block's labels there, and makes proxy labels at `confidence` once `warm_up`
-    labeled rows have been seen (`labeled_seen` before this run), as
-    `scarce_labels.learning_batch` does. `first_pred [>= n]` int64 is work space."""
-    n = P.shape[0] - replay
+    dropout: nothing random): `dhbm_update_mf` on each block of `n = P.shape[0] - replay` rows
+    of `X` in turn, with `codes` as its `y`; `predicted [len(X)]` receives each row's most
+    probable class BEFORE its update: the argmax of the first step's `P`, which is the
+    prediction (`dhbm_proba` with scale 1). `first_pred [>= n]` int64 is work space.
+
+    `net`, `particles` (the MF's: no mask, no draws) and `work` are `dhbm_update`'s;
+    `optimiser = (grad, moments, first_step)`, Adam's step numbers running on from
+    `first_step`; `schedule = (lrs, alphas, betas, disc_weights, steps)` holds block `b`'s
+    `lr`, `alpha`, `beta`, `disc_weight` and step count (int64) at `b`; `settings = (mf_steps,
+    hard, confidence, labeled_seen, warm_up)`; `memory = (mem_X, mem_y, mem_state, uniforms,
+    replay)`: each update also learns `replay` rows of the label memory `(mem_X, mem_y,
+    mem_state)` per step, drawn by the next `steps[b] * replay` of `uniforms`, then stores the
+    block's labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows
+    have been seen since the last change (`labeled_seen` of them before this run), as
+    `scarce_labels.learning_batch` does."""
+    grad, moments, adam = optimiser
+    lrs, alphas, betas, disc_weights, steps = schedule
+    mf_steps, hard, confidence, labeled_seen, warm_up = settings
+    mem_X, mem_y, mem_state, uniforms, replay = memory
+    mask = particles[3]  # empty: no dropout
+    n = work[6].shape[0] - replay
     D = X.shape[1]
     most = replay * steps.max() if steps.shape[0] else 0  # memory rows of the longest update
     Xa = np.empty((n + most, D), X.dtype)
     ya = np.empty(n + most, dtype=np.int64)
     used = 0  # uniforms drawn so far
-    adam = first_step
     for b in range(X.shape[0] // n):
         rows = slice(b * n, (b + 1) * n)
         for r in range(b * n, (b + 1) * n):
@@ -275,12 +322,10 @@ def dhbm_test_then_train(X, codes, betas, first_step, predicted, theta, grad, of
                           uniforms[used : used + drawn], Xa, ya)
         used += drawn
         memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
-        gate = confidence if labeled_seen >= warm_up else 2.0
-        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), theta, grad, off, sizes,
-                       hcum, n_classes, kind, MF, mf_steps, lrs[b], alphas[b], betas[b], gate,
-                       disc_weights[b], hard, empty, part_x, part_h, part_y, empty, empty, empty,
-                       act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc, theta_t, moments,
-                       adam, steps[b], n, first_pred)
+        gate = confidence if labeled_seen >= warm_up else NO_PROXY_LABELS
+        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), net, (grad, moments, adam),
+                       (mf_steps, lrs[b], alphas[b], betas[b], gate, disc_weights[b], hard),
+                       mask, particles, work, steps[b], n, first_pred)
         adam += steps[b]
         for r in range(n):
             predicted[b * n + r] = first_pred[r]
@@ -295,23 +340,18 @@ def adam_step(theta, grad, moments, lr, step):
 
 
 @njit(**_JIT)
-def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, mf_steps, act, zbuf, P):
-    """`p(y | x)` `[n, C]` into `P`: recognition pass (activities scaled by the dropout keep
-    probability `scale`), joint predictor, then `mf_steps` mean-field refinements with `x`
-    clamped and the label free (its probabilities feed the hidden layers through `U`)."""
+def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
+    """`p(y | x)` `[n, C]` into `P`: the recognition pass (activities scaled by the dropout
+    keep probability `scale`) into `act` (flat `>= n * hcum[L]`), then the joint predictor."""
     n = X.shape[0]
     empty = np.empty(0, theta.dtype)
     forward_net(X, theta, off, sizes, hcum, COL_R, COL_RB, True, kind, empty, scale, act)
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
-    for s in range(mf_steps):
-        mean_field_sweep(X, act, P, theta, empty, off, sizes, hcum, n_classes, kind, empty, scale,
-                         zbuf)
-        joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
 
 
 @njit(**_JIT)
 def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
-    """`dhbm_proba` of ONE row `X [1, D]` (no mean-field refinement) into `P [1, C]`, in
+    """`dhbm_proba` of ONE row `X [1, D]` into `P [1, C]`, in
     plain loops: for one row the calls into BLAS and the views cost several times the
     arithmetic (River's per-instance predictions). `act` flat `>= hcum[L]`. Sums run in the
     order of the inputs, so the result matches `dhbm_proba` to round-off, not bitwise.

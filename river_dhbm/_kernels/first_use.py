@@ -33,8 +33,8 @@ FIRST_KERNELS = {
 #: The learning kernel of a model with `estimator="sap"` (those above are the mean-field ones,
 #: which never compile the SAP negative phase).
 SAP_KERNELS = {
-    "DHBM": "river_dhbm._kernels.dhbm:dhbm_update",
-    "SBEN": "river_dhbm._kernels.sben:sben_update",
+    "DHBM": "river_dhbm._kernels.dhbm:dhbm_update_sap",
+    "SBEN": "river_dhbm._kernels.sben:sben_update_sap",
 }
 
 _announced = False  # the notice is said at most once per process

@@ -12,6 +12,10 @@ from river_dhbm._kernels.build import INNER
 
 from river_dhbm._kernels.network import _JIT
 
+#: The confidence that turns no unlabeled row into a proxy label: above 1, which no predicted
+#: probability reaches (`confident_labels`).
+NO_PROXY_LABELS = 2.0
+
 
 @njit(**_JIT, **INNER)
 def _copy_row(src, i, dst, j):

@@ -6,22 +6,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm._kernels.dhbm import MF, _update_body
+from river_dhbm._kernels.dhbm import MF, SAP, _update_body
 from river_dhbm._kernels.network import _JIT, COL_R, COL_RB, forward_net, joint_proba
-from river_dhbm._kernels.replay import step_rows
+from river_dhbm._kernels.replay import NO_PROXY_LABELS, step_rows
 
-__all__ = ["sben_proba", "sben_update", "sben_update_mf"]
+__all__ = ["UPDATE_KERNELS", "sben_proba", "sben_update_mf", "sben_update_sap"]
 
 
-def _update_kernel(estimator_fixed: int):
-    """The SBEN's update kernel (`sben_update`) for the mean-field estimator (`estimator_fixed`
-    MF), or for the one its `estimator` argument names (-1): the steps' and blocks' loops are
-    written here and the DHBM's `_update_body` is inlined into them, pruned of the other
-    estimator (as `dhbm._update_kernel`)."""
+def _update_kernel(estimator: int):
+    """The SBEN's update kernel (`sben_update`) for the likelihood-gradient `estimator` (MF or
+    SAP): the steps' and blocks' loops are written here and the DHBM's `_update_body` is
+    inlined into them, pruned of the other estimator (as `dhbm._update_kernel`)."""
 
     @njit(**_JIT)
     def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes,
-                    kind, estimator, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
+                    kind, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
                     moff, part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v,
                     nvoff, act, mu, neg, delta, zbuf, xbuf, P, T, Y, wrow, wdisc, mirror, reps,
                     steps, n_batch):
@@ -65,14 +64,14 @@ def _update_kernel(estimator_fixed: int):
                 particles = (pv, ph, part_y[b], pm, nh, nv)
                 work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
                         mirror[boff[b] : boff[b + 1]])
-                if estimator_fixed == MF:  # a constant: one call is left, and inlined
+                if estimator == MF:  # a constant: one call is left, and inlined
                     _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
-                                 kind, MF, mf_steps, lr, alpha, beta, 2.0, disc_weight, hard,
-                                 mask, particles, work, mo, step + s)
+                                 kind, MF, mf_steps, lr, alpha, beta, NO_PROXY_LABELS,
+                                 disc_weight, hard, mask, particles, work, mo, step + s)
                 else:
                     _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
-                                 kind, estimator, mf_steps, lr, alpha, beta, 2.0, disc_weight,
-                                 hard, mask, particles, work, mo, step + s)
+                                 kind, SAP, mf_steps, lr, alpha, beta, NO_PROXY_LABELS,
+                                 disc_weight, hard, mask, particles, work, mo, step + s)
                 if b < L - 1:
                     out = reps[pos : pos + n * H]
                     forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True,
@@ -83,12 +82,13 @@ def _update_kernel(estimator_fixed: int):
     return sben_update
 
 
-#: One update of every block of the SBEN, the estimator as `estimator` says (see
-#: `_update_kernel`'s kernel).
-sben_update = _update_kernel(-1)
-#: `sben_update` with the mean-field estimator, whatever `estimator` says: the kernel of the
-#: default settings, which never compiles the SAP negative phase.
+#: One update of every block of the SBEN (see `_update_kernel`'s kernel) with the mean-field
+#: estimator: the kernel of the default settings, which never compiles the SAP negative phase ...
 sben_update_mf = _update_kernel(MF)
+#: ... and with the persistent particles (`estimator="sap"`).
+sben_update_sap = _update_kernel(SAP)
+#: The estimator's code (`dhbm.MF`, `dhbm.SAP`) -> its update kernel.
+UPDATE_KERNELS = {MF: sben_update_mf, SAP: sben_update_sap}
 
 
 @njit(**_JIT)

@@ -1,0 +1,193 @@
+"""The mini-batch buffer every model learns through (`base.HybridClassifier`).
+
+Validated rows wait in the model's buffer (`_X_buf`, class codes `_y_buf`, -1 unlabeled) until
+`batch_size` of them trigger one update (`flush`); the drift detector hears the labeled rows'
+errors of each update (`learn`). The prequential array path (`test_then_train`) predicts,
+then learns, runs of whole mini-batches of known classes in one go, one kernel call per
+mini-batch (`batch_by_batch`) or one for the whole run (the model's `_test_then_train_run`).
+Every path feeds the same buffer, so they yield the same model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from river_dhbm import change, safety
+from river_dhbm._input.checks import _row_packer
+
+__all__ = ["batch_by_batch", "flush", "learn", "mixed_flush", "push", "push_one",
+           "test_then_train"]
+
+
+def push(model, rows: np.ndarray, labeled: list) -> None:
+    """Append validated rows to the buffer, one update per full batch. `labeled` lists
+    `(row index, label)` of the labeled rows, in row order; the other rows are unlabeled."""
+    bs = model.batch_size
+    model._staged = None  # its slot is overwritten
+    i = k = 0
+    while i < len(rows):
+        start = model._n_buf
+        n = min(len(rows) - i, bs - start)
+        model._X_buf[start : start + n] = rows[i : i + n]
+        codes = model._y_buf
+        codes[start : start + n] = -1
+        # classes are discovered batch by batch, in row order (a new class shows up in the
+        # update of the batch that holds it, not before)
+        while k < len(labeled) and labeled[k][0] < i + n:
+            j, y = labeled[k]
+            codes[start + j - i] = model._class_of(y)
+            model._n_buf_labeled += 1
+            k += 1
+        if model._twin is not None:
+            safety.score(model, model._X_buf[start : start + n], codes[start : start + n])
+        model._n_buf = start + n
+        i += n
+        if model._n_buf == bs:
+            flush(model)
+
+
+def push_one(model, row, y) -> None:
+    """`push` of one row (`y` None when unlabeled); `row` is an array `[d]`, the list of
+    validated plain values from `_plain_values`, packed straight into the buffer, or None
+    when the row is the staged one, already in the buffer's next slot."""
+    experts = model._staged_experts
+    if row is not None or experts is None or experts[0] is not model._staged:
+        experts = None  # not the row the experts predicted last
+    model._staged = None
+    start = model._n_buf
+    if row is None:
+        pass
+    elif type(row) is list:
+        d = len(row)
+        _row_packer(d)(model._X_buf, 8 * d * start, *row)
+    else:
+        model._X_buf[start] = row
+    if y is None:
+        model._y_buf[start] = -1
+    else:
+        k = model._y_buf[start] = model._class_of(y)
+        model._n_buf_labeled += 1
+        if model._twin is None:
+            pass
+        elif experts is not None and k < len(experts[1]):  # as predicted: no second pass
+            model._mixture.score(np.array([experts[1]]), np.array([experts[2]]), np.array([k]))
+        else:
+            safety.score(model, model._X_buf[start : start + 1], model._y_buf[start : start + 1])
+    model._n_buf = start + 1
+    if model._n_buf == model.batch_size:
+        flush(model)
+
+
+def flush(model, predict: bool = False) -> np.ndarray | None:
+    """One update on the full buffer (`learn`); with `predict`, returns `p(y | x)` of its
+    rows before the update. The twin (`safety`) then learns the buffer's labeled rows."""
+    X, codes = model._X_buf, model._y_buf
+    twin = model._twin
+    if twin is not None:  # copies: an update may change the buffer
+        labeled = codes >= 0
+        X_labeled, codes_labeled = X[labeled], codes[labeled]
+    P = learn(model, X, codes, model._n_buf_labeled, predict)
+    model._n_buf = 0
+    model._n_buf_labeled = 0
+    model._staged = None
+    if twin is not None:  # the ablation's update, without the rows it weighs 0
+        learn(twin, X_labeled, codes_labeled, len(codes_labeled))
+    return P
+
+
+def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int,
+          predict: bool = False) -> np.ndarray | None:
+    """One update of `model` on the mini-batch `X`, `codes` (`n_labeled` labeled rows),
+    counted; with `predict`, returns `p(y | x)` of its rows before the update
+    (`_predict_update`). The drift detector gets the labeled rows' errors of that
+    prediction."""
+    watch = model._watch.active and n_labeled > 0
+    model.n_labeled_seen += n_labeled
+    P = model._predict_update(X, codes) if predict or watch else model._update(X, codes)
+    model.n_updates += 1
+    if watch:
+        model._watch.rose(change.labeled_errors(P, codes), model.n_updates * model.batch_size)
+    if model._watch.due(model.n_updates):
+        change.restart(model)
+    return P
+
+
+# ---------------------------------------------------------------------------- test-then-train
+
+
+def test_then_train(model, X: np.ndarray, pairs: list, bs: int) -> np.ndarray:
+    """`model.test_then_train_arrays` on validated rows `X` with the labeled rows' `(row
+    index, label)` `pairs`, in blocks of `bs` rows: the predicted class indices (-1: no class
+    known yet)."""
+    predicted = np.full(len(X), -1, dtype=np.int64)
+    k = start = 0  # pairs[k:] are the labeled rows from `start` on
+    while start < len(X):
+        stop = _run_end(model, start, len(X), bs, pairs, k)
+        run = stop > start  # whole mini-batches of known classes: one call
+        if not run:  # one block: predict, then buffer (a new class, a straddled batch)
+            stop = min(start + bs, len(X))
+        end = k
+        while end < len(pairs) and pairs[end][0] < stop:
+            end += 1
+        if run:
+            codes = np.full(stop - start, -1, dtype=np.int64)
+            for i, v in pairs[k:end]:
+                codes[i - start] = model._class_index[v]
+            if model._twin is None:
+                predicted[start:stop] = model._test_then_train_run(X[start:stop], codes)
+            else:  # a model's own run (one kernel call) predicts with its network alone
+                predicted[start:stop] = batch_by_batch(model, X[start:stop], codes)
+        else:
+            if model._classes:
+                predicted[start:stop] = safety.predictive_proba(model, X[start:stop]).argmax(
+                    axis=1)
+            push(model, X[start:stop], [(i - start, v) for i, v in pairs[k:end]])
+        k, start = end, stop
+    return predicted
+
+
+def _run_end(model, start: int, n: int, bs: int, pairs: list, k: int) -> int:
+    """End of the rows from `start` that `_test_then_train_run` may take: whole model
+    mini-batches, the buffer empty, up to the first batch with a label not seen yet
+    (`start` itself when there are none)."""
+    if not model._classes or model._n_buf or bs != model.batch_size:
+        return start
+    stop = start + (n - start) // bs * bs
+    for j in range(k, len(pairs)):
+        i, v = pairs[j]
+        if i >= stop:
+            break
+        if v not in model._class_index:
+            return start + (i - start) // bs * bs
+    return stop
+
+
+def batch_by_batch(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Test-then-train on whole mini-batches of known classes with the buffer empty, one
+    update per mini-batch: `codes` int64 class indices (-1 unlabeled); returns the predicted
+    class indices, each row predicted before the update of its mini-batch
+    (`_predict_update`, or the mixture's prediction with a twin)."""
+    bs = model.batch_size
+    predicted = np.empty(len(X), dtype=np.int64)
+    for start in range(0, len(X), bs):
+        batch = slice(start, start + bs)
+        model._X_buf[:] = X[batch]
+        model._y_buf[:] = codes[batch]
+        model._n_buf = bs
+        model._n_buf_labeled = int((codes[batch] >= 0).sum())
+        P = flush(model, predict=True) if model._twin is None else mixed_flush(model)
+        predicted[batch] = P.argmax(axis=1)
+    return predicted
+
+
+def mixed_flush(model) -> np.ndarray:
+    """`flush(model, predict=True)` of a model with a twin: the mixture's `p(y | x)` of the
+    buffer's rows before the update (with the weight before them), the labeled rows then
+    scored by both experts' predictions, and both experts updated."""
+    codes = model._y_buf.copy()
+    P_twin = model._twin._proba(model._X_buf)
+    P_hybrid = flush(model, predict=True)
+    P = model._mixture.mix(P_hybrid, P_twin)
+    labeled = codes >= 0
+    model._mixture.score(P_hybrid[labeled], P_twin[labeled], codes[labeled])
+    return P
