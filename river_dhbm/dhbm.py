@@ -132,8 +132,7 @@ class DHBM(HybridClassifier):
     -----
     `safe_unlabeled` combines the network with a twin learning the labeled rows only, by
     their Brier scores (`river_dhbm.safety`): unlabeled rows cost at most `ln 5` of
-    cumulative Brier score.
-    `paper()` has the paper's settings. docs/models/dhbm.md has the choices where the paper
+    cumulative Brier score. `paper()` has the paper's settings. docs/models/dhbm.md has the choices where the paper
     is vague and the figures behind the defaults, which are:
 
     - `steps=8`, each with its own `replay=20` memory rows: a stream shows each row once;
