@@ -118,7 +118,7 @@ class DHDA(HybridClassifier):
     ... )
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 56.75%
+    Accuracy: 57.23%
 
     Notes
     -----

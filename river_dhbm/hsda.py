@@ -113,7 +113,7 @@ class HSDA(HybridClassifier):
     ... )
     >>> model = HSDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 55.46%
+    Accuracy: 56.37%
 
     Notes
     -----
