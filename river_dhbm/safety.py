@@ -92,6 +92,22 @@ class AggregatingMixture:
         """The aggregating algorithm's `p(y | x)` of rows predicted by both experts `[n, K]`."""
         return _substitute(P_hybrid, P_twin, self.weight)
 
+    def mix_row(self, p_hybrid: list, p_twin: list) -> list:
+        """`mix` of one row's lists of probabilities, in plain Python: River's loop predicts
+        row by row, and numpy's calls would cost more than the arithmetic."""
+        w = self.weight
+        norm_h = sum(p * p for p in p_hybrid) + 1.0
+        norm_t = sum(q * q for q in p_twin) + 1.0
+        g = [-math.log(w * math.exp(2.0 * p - norm_h) + (1.0 - w) * math.exp(2.0 * q - norm_t))
+             for p, q in zip(p_hybrid, p_twin)]
+        total, s = 0.0, 0.0
+        for j, g_j in enumerate(sorted(g), 1):  # the classes with gamma > 0: a prefix
+            total += g_j
+            if (2.0 + total) / j <= g_j:
+                break
+            s = (2.0 + total) / j
+        return [max(0.0, (s - g_y) / 2.0) for g_y in g]
+
 
 def brier(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Each row's Brier score `sum_k (P_k - [codes = k])^2`, from 0 (certain and right) to 2."""
@@ -176,7 +192,7 @@ def predictive_proba_row(model, row: np.ndarray) -> list:
     hybrid, twin = model._proba_row(row), model._twin._proba_row(row)
     if row.base is model._X_buf:  # the staged dict: `learn_one` of it scores with these
         model._staged_experts = (model._staged, hybrid, twin)
-    return mixture.mix(np.array([hybrid]), np.array([twin]))[0].tolist()
+    return mixture.mix_row(hybrid, twin)
 
 
 def predictive_row(model, row: np.ndarray) -> int:

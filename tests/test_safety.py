@@ -271,3 +271,13 @@ def test_river_loop_scores_each_labeled_row_once_as_predicted():
         assert a.loss_hybrid == pytest.approx(b.loss_hybrid, rel=1e-12)
         assert a.loss_twin == pytest.approx(b.loss_twin, rel=1e-12)
         assert a.loss_mixture == pytest.approx(b.loss_mixture, rel=1e-12)
+
+
+def test_one_row_mixes_as_the_array_path():
+    rng = np.random.default_rng(4)
+    for k in (2, 3, 10):
+        P, Q = _random_proba(rng, 200, k, 4.0), _random_proba(rng, 200, k, 4.0)
+        for prior in (0.02, 0.5, PRIOR, 0.999):
+            mixture = AggregatingMixture(prior)
+            rows = [mixture.mix_row(p.tolist(), q.tolist()) for p, q in zip(P, Q)]
+            np.testing.assert_allclose(rows, mixture.mix(P, Q), atol=1e-12)
