@@ -136,7 +136,9 @@ def test_one_row_predictions_match_the_array_path(name):
             P = model.predict_proba_arrays(row[None, :])[0]
             proba = model.predict_proba_one(x)
             assert list(proba) == model.classes_  # a new class shows at once
-            np.testing.assert_array_equal(list(proba.values()), P)
+            # the network's own prediction is the same kernel call on both paths (exact); the
+            # twin's combination runs in plain Python on one row, numpy on arrays (round-off)
+            np.testing.assert_allclose(list(proba.values()), P, rtol=0, atol=1e-14)
             reordered = model.predict_proba_one(dict(reversed(list(x.items()))))
             assert reordered == proba
             assert model.predict_one(x) == max(proba, key=proba.get)
