@@ -160,8 +160,10 @@ def test_dhbm_one_call_run_replays_and_proxy_labels_as_the_batch_path(ratio):
     X, y, labeled = _stream(4000, ratio=ratio, seed=3)
     labeled[:5] = True  # every class known from the first batch on: whole runs are fused
     y[:3] = [0, 1, 2]
-    fused = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, seed=1)
-    reference = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, seed=1)
+    # the network alone: with a twin the run goes mini-batch by mini-batch, not fused
+    fused = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, safe_unlabeled=False, seed=1)
+    reference = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, safe_unlabeled=False,
+                     seed=1)
     predicted = fused.test_then_train_arrays(X, y, labeled)
     expected = _batch_by_batch(reference, X, y, labeled, 5)
     assert fused.n_labeled_seen > scarce_labels.PSEUDO_LABEL_WARM_UP
