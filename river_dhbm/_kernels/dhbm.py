@@ -103,8 +103,8 @@ def _update_kernel(estimator: int):
           shows each row once, and fresh memory rows at every step keep the extra steps from
           fitting one small batch's noise. `y` int64 class indices (-1 unlabeled);
         - `net = (theta, off, sizes, hcum, n_classes, kind)`: the flat parameters, their
-          layout (`network.param_layout`, `network.hidden_offsets`), the class count and the
-          hidden units' kind;
+          layout (`parameters.param_layout`, `parameters.hidden_offsets`), the class count
+          and the hidden units' kind;
         - `optimiser = (grad, moments, step)`: the gradient buffer (zero on entry and exit),
           Adam's moments (flat `[2 * theta.size]`; empty: plain gradient steps) and Adam's
           update number of the first step (`>= 1`; step `s` is `step + s`);
