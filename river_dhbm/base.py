@@ -403,7 +403,8 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _update(self, X: np.ndarray, y: np.ndarray, P: np.ndarray | None = None) -> None:
         """One update on the mini-batch `(X, y)`; `P` is its prediction when the caller
-        already has it (the confident proxy labels need it)."""
+        already has it (the confident proxy labels need it). A model whose update has no use
+        for `P` takes `(X, y)` only and overrides `_predict_update`."""
         raise NotImplementedError
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
@@ -417,8 +418,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         return minibatch.batch_by_batch(self, X, codes)
 
     def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """`_proba(X)`, then `_update(X, y)`; models whose update starts with the prediction's
-        own pass override it to compute that pass once."""
+        """`_proba(X)`, then `_update(X, y, P)` with that prediction `P`, which the confident
+        proxy labels use. Models whose update takes no `P` (their labels for unlabeled rows
+        come from the kernel) override it, as do those whose update starts with the
+        prediction's own pass, to compute that pass once."""
         P = self._proba(X)
         self._update(X, y, P)
         return P

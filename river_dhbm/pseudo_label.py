@@ -266,7 +266,7 @@ class PseudoLabelMLP(HybridClassifier):
         self._grad = np.zeros_like(self._theta)
         self._moments = parameters.regrow_moments(self._moments, self._sizes, n - 1, n)
 
-    def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
+    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
         n_batch = len(X)
         steps = scarce_labels.steps_at(self, self.n_labeled_seen)
         # Lee's own pseudo-labels, not the confident ones
@@ -300,6 +300,11 @@ class PseudoLabelMLP(HybridClassifier):
         """Step of the hidden layers above the first."""
         factor = self.UPPER_STEP if self.deep_identity else 1.0
         return float(self.learning_rate) * factor
+
+    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        P = self._proba(X)  # the kernel makes Lee's pseudo-labels itself: the update takes no `P`
+        self._update(X, y)
+        return P
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         return mlp_kernels.mlp_proba(
