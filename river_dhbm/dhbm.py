@@ -15,14 +15,14 @@ from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
     PSEUDO_LABELS,
-    _check_beta_schedule,
-    _check_bool,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
+    check_beta_schedule,
+    check_bool,
+    check_choice,
+    check_hidden_sizes,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_probability,
 )
 from river_dhbm.base import HybridClassifier
 
@@ -254,26 +254,26 @@ class DHBM(HybridClassifier):
     # ------------------------------------------------------------------ validation
 
     def _check_params(self) -> None:
-        _check_hidden_sizes(self.hidden_sizes)
-        _check_choice("estimator", self.estimator, tuple(ESTIMATORS))
-        _check_int("n_particles", self.n_particles, 1)
-        _check_int("gibbs_sweeps", self.gibbs_sweeps, 1)
-        _check_bool("particle_dropout", self.particle_dropout)
-        _check_int("mf_steps", self.mf_steps, 0)
-        _check_int("steps", self.steps, 1)
+        check_hidden_sizes(self.hidden_sizes)
+        check_choice("estimator", self.estimator, tuple(ESTIMATORS))
+        check_int("n_particles", self.n_particles, 1)
+        check_int("gibbs_sweeps", self.gibbs_sweeps, 1)
+        check_bool("particle_dropout", self.particle_dropout)
+        check_int("mf_steps", self.mf_steps, 0)
+        check_int("steps", self.steps, 1)
         if self.warm_start is not None:
-            _check_int("warm_start", self.warm_start, 1)
-        _check_choice("init", self.init, parameters.INITS)
-        _check_positive("learning_rate", self.learning_rate)
-        _check_non_negative("alpha", self.alpha)
-        _check_non_negative("beta", self.beta)
-        _check_non_negative("discriminative_weight", self.discriminative_weight)
-        _check_probability("dropout", self.dropout)
-        _check_beta_schedule(self.beta_schedule)
-        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
-        _check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
-        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
-        _check_choice("dtype", self.dtype, network.DTYPES)
+            check_int("warm_start", self.warm_start, 1)
+        check_choice("init", self.init, parameters.INITS)
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("alpha", self.alpha)
+        check_non_negative("beta", self.beta)
+        check_non_negative("discriminative_weight", self.discriminative_weight)
+        check_probability("dropout", self.dropout)
+        check_beta_schedule(self.beta_schedule)
+        check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
+        check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
+        check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
+        check_choice("dtype", self.dtype, network.DTYPES)
         scarce_labels.check_params(self)
 
     def _current_beta(self) -> float:

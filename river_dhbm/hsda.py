@@ -12,14 +12,14 @@ from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
     LOSSES,
     PSEUDO_LABELS,
-    _check_beta_schedule,
-    _check_bool,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
+    check_beta_schedule,
+    check_bool,
+    check_choice,
+    check_hidden_sizes,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_probability,
 )
 from river_dhbm.base import HybridClassifier
 
@@ -228,24 +228,24 @@ class HSDA(HybridClassifier):
 
     def _check_params(self) -> None:
         self._check_common_params()
-        _check_hidden_sizes(self.hidden_sizes)
-        _check_probability("corruption", self.corruption)
-        _check_choice("loss", self.loss, LOSSES)
-        _check_positive("learning_rate", self.learning_rate)
-        _check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
-        _check_non_negative("discriminative_weight", self.discriminative_weight)
-        _check_choice("init", self.init, parameters.INITS)
-        _check_int("steps", self.steps, 1)
+        check_hidden_sizes(self.hidden_sizes)
+        check_probability("corruption", self.corruption)
+        check_choice("loss", self.loss, LOSSES)
+        check_positive("learning_rate", self.learning_rate)
+        check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
+        check_non_negative("discriminative_weight", self.discriminative_weight)
+        check_choice("init", self.init, parameters.INITS)
+        check_int("steps", self.steps, 1)
         if self.warm_start is not None:
-            _check_int("warm_start", self.warm_start, 1)
-        _check_non_negative("alpha", self.alpha)
-        _check_non_negative("beta", self.beta)
-        _check_beta_schedule(self.beta_schedule)
-        _check_probability("dropout", self.dropout)
-        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
-        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
+            check_int("warm_start", self.warm_start, 1)
+        check_non_negative("alpha", self.alpha)
+        check_non_negative("beta", self.beta)
+        check_beta_schedule(self.beta_schedule)
+        check_probability("dropout", self.dropout)
+        check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
+        check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
-        _check_bool("weighted_layers", self.weighted_layers)
+        check_bool("weighted_layers", self.weighted_layers)
 
     @classmethod
     def _unit_test_params(cls):

@@ -12,14 +12,14 @@ from river_dhbm import scarce_labels
 from river_dhbm._kernels import mlp as mlp_kernels
 from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
-    _check_beta_schedule,
-    _check_bool,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
+    check_beta_schedule,
+    check_bool,
+    check_choice,
+    check_hidden_sizes,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_probability,
 )
 from river_dhbm.base import HybridClassifier
 
@@ -212,19 +212,19 @@ class PseudoLabelMLP(HybridClassifier):
 
     def _check_params(self) -> None:
         self._check_common_params()
-        _check_hidden_sizes(self.hidden_sizes)
-        _check_positive("learning_rate", self.learning_rate)
-        _check_non_negative("beta", self.beta)
-        _check_beta_schedule(self.beta_schedule)
-        _check_probability("dropout", self.dropout)
-        _check_choice("activation", self.activation, tuple(network.ACTIVATIONS))
+        check_hidden_sizes(self.hidden_sizes)
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("beta", self.beta)
+        check_beta_schedule(self.beta_schedule)
+        check_probability("dropout", self.dropout)
+        check_choice("activation", self.activation, tuple(network.ACTIVATIONS))
         scarce_labels.check_params(self, confidence=False)
-        _check_bool("deep_identity", self.deep_identity)
-        _check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
-        _check_choice("init", self.init, parameters.INITS)
-        _check_int("steps", self.steps, 1)
+        check_bool("deep_identity", self.deep_identity)
+        check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
+        check_choice("init", self.init, parameters.INITS)
+        check_int("steps", self.steps, 1)
         if self.warm_start is not None:
-            _check_int("warm_start", self.warm_start, 1)
+            check_int("warm_start", self.warm_start, 1)
 
     @classmethod
     def _unit_test_params(cls):

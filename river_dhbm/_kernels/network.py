@@ -33,12 +33,7 @@ from numba.core import errors
 from numba.extending import intrinsic
 
 from river_dhbm._kernels.blas import gemm
-from river_dhbm._kernels.build import INNER, NATIVE
-
-# error_model="numpy": float division without Python's zero check, so loops vectorise;
-# "contract": fused multiply-add. No reassociation: `exp`'s argument reduction relies on the
-# order of its operations.
-_JIT = dict(cache=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
+from river_dhbm._kernels.build import INNER, JIT, NATIVE
 
 #: The models' `dtype` options: the precision of the parameters and every kernel's arrays
 #: (each kernel follows the dtype of its arrays; `blas.gemm` calls `dgemm` or `sgemm`).
@@ -80,7 +75,7 @@ def _address(typingctx, arr, start):
 
 if NATIVE:
 
-    @njit(**_JIT, **INNER)
+    @njit(**JIT, **INNER)
     def borrow(a, start, shape):
         """C-contiguous view `shape` of the contiguous `a` from element `start` on, WITHOUT a
         reference to `a`'s memory: valid only while `a` is alive, so it must never leave the
@@ -92,7 +87,7 @@ if NATIVE:
 
 else:
 
-    @njit(**_JIT, **INNER)
+    @njit(**JIT, **INNER)
     def borrow(a, start, shape):
         """`borrow` with Numba's public slicing (`build.NATIVE` is off): a counted view."""
         size = 1
@@ -101,7 +96,7 @@ else:
         return a.reshape(a.size)[start : start + size].reshape(shape)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def borrowed(a):
     """All of the writable C-contiguous `a` as a borrowed view (see `borrow`). A kernel that
     rebinds its buffers to these at its top passes them to every helper and product without
@@ -110,26 +105,26 @@ def borrowed(a):
     return borrow(a, 0, a.shape)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def matrix(theta, off, sizes, l, col):
     """View `[H_{l-1}, H_l]` (`col` = COL_W or COL_R) or `[H_l, C]` (COL_U needs `C` via
     `label_weights`) of layer `l` of `theta`."""
     return borrow(theta, off[l, col], (sizes[l], sizes[l + 1]))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def vector(theta, off, sizes, l, col):
     """View `[H_l]` of the bias `col` (COL_B or COL_RB) of layer `l`."""
     return borrow(theta, off[l, col], (sizes[l + 1],))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def label_weights(theta, off, sizes, l, n_classes):
     """View `[H_l, C]` of `U^l`."""
     return borrow(theta, off[l, COL_U], (sizes[l + 1], n_classes))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def widest(sizes):
     """The largest of `sizes` (a loop: `np.max` compiles its reductions, which lengthens a
     model's first use, docs/benchmarks.md)."""
@@ -139,13 +134,13 @@ def widest(sizes):
     return top
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def layer(act, hcum, n, l):
     """View `[n, H_l]` of layer `l` in a flat activity buffer of an `n`-row batch."""
     return borrow(act, n * hcum[l], (n, hcum[l + 1] - hcum[l]))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def first_largest(v):
     """The index of the first largest value of the 1-d `v` (`np.argmax` for finite values;
     a loop, because `np.argmax` compiles NumPy's reductions, which lengthens a model's first
@@ -176,7 +171,7 @@ def _bits_as_float(typingctx, bits):
     return sig, codegen
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def exp(x):
     """`e^x` within about 1 ulp of libm for `x` in [-708, 709] (clamped outside), written in
     plain arithmetic so that loops calling it vectorise (libm's `exp` does not): `x = k ln 2
@@ -201,7 +196,7 @@ def exp(x):
     return p * _bits_as_float((np.int64(kf) + 1023) << 52)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def activate(z, kind):
     """`phi(z)` for a scalar: logistic sigmoid, ReLU `max(0, z)`, or bounded ReLU
     `min(max(0, z), 1)` (the hybrid models' "relu": linear in between, like the sigmoid's
@@ -213,7 +208,7 @@ def activate(z, kind):
     return 1.0 / (1.0 + exp(-z))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def derivative(a, kind):
     """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]` or `1[0 < a < 1]`."""
     if kind == RELU:
@@ -223,13 +218,13 @@ def derivative(a, kind):
     return a * (1.0 - a)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def sigmoid(z):
     """Logistic sigmoid of a scalar."""
     return 1.0 / (1.0 + exp(-z))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def softmax_rows(Z):
     """Row-wise softmax of `Z [n, C]`, in place (max-shifted); nothing when `C == 0`."""
     n, C = Z.shape
@@ -251,13 +246,13 @@ def softmax_rows(Z):
 # --------------------------------------------------------------------------- forward
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def affine(below, M, out, k):
     """`out [n, H] = k * below [n, P] @ M [P, H]` (overwrites `out`)."""
     gemm(below, M, out, k, 0.0, False, False)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def times_transposed(A, theta, theta_t, start, rows, cols, out, beta):
     """`out = A @ M^T + beta * out` for the weight block `M [rows, cols]` of `theta` at
     `start` (the top-down terms and back-propagation). With a transposed mirror `theta_t`
@@ -271,7 +266,7 @@ def times_transposed(A, theta, theta_t, start, rows, cols, out, beta):
         gemm(A, borrow(theta, start, (rows, cols)), out, 1.0, beta, False, True)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def transpose_block(theta, start, rows, cols, theta_t):
     """`theta_t`'s block at `start`, viewed `[cols, rows]`, becomes the transpose of `theta`'s,
     viewed `[rows, cols]` (written in order: contiguous stores)."""
@@ -282,7 +277,7 @@ def transpose_block(theta, start, rows, cols, theta_t):
             T[j, i] = M[i, j]
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def transpose_weights(theta, off, sizes, n_classes, theta_t):
     """Fill the transposed mirror `theta_t` (a buffer of `theta`'s length and layout): the
     blocks of `W^l` and `U^l`, and of `R^l` for `l >= 1`, hold their transposes (`[H_l,
@@ -298,7 +293,7 @@ def transpose_weights(theta, off, sizes, n_classes, theta_t):
             transpose_block(theta, off[l, COL_R], P, H, theta_t)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, scale, act):
     """Bottom-up pass `v^0 = X`, `v^l = scale * mask^l * phi(k_l v^{l-1} M^l + m^l)`.
 
@@ -330,7 +325,7 @@ def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, sca
                 out[r, j] = a * scale
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
     """`Z [n, C] = sum_l v^l @ U^l + d` (overwrites `Z`)."""
     L = sizes.shape[0] - 1
@@ -343,7 +338,7 @@ def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
              False, False)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def joint_proba(act, n, theta, off, sizes, hcum, n_classes, P):
     """The joint predictor `P [n, C] = softmax(sum_l v^l @ U^l + d)` (paper eq. 6)."""
     joint_logits(act, n, theta, off, sizes, hcum, n_classes, P)

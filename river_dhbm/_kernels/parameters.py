@@ -12,7 +12,8 @@ import functools
 import numpy as np
 from numba import njit
 
-from river_dhbm._kernels.network import _JIT, COL_B, COL_R, COL_RB, COL_U, COL_W
+from river_dhbm._kernels.build import JIT
+from river_dhbm._kernels.network import COL_B, COL_R, COL_RB, COL_U, COL_W
 
 
 def param_layout(sizes, n_classes: int) -> np.ndarray:
@@ -131,7 +132,7 @@ def regrow_classes(theta: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarr
     return out.reshape(theta.shape[:-1] + (size,))
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _scatter_columns(src, index, out):
     """`out[:, index] = src` as a plain loop (numpy's fancy assignment is ~10x slower)."""
     for k in range(src.shape[0]):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm._kernels.dhbm import MF, SAP, _update_body
-from river_dhbm._kernels.network import _JIT, COL_R, COL_RB, forward_net, joint_proba
+from river_dhbm._kernels.build import JIT
+from river_dhbm._kernels.dhbm import MF, SAP, update_body
+from river_dhbm._kernels.network import COL_R, COL_RB, forward_net, joint_proba
 from river_dhbm._kernels.replay import NO_PROXY_LABELS, step_rows
 
 __all__ = ["UPDATE_KERNELS", "sben_proba", "sben_update_mf", "sben_update_sap"]
@@ -15,10 +16,10 @@ __all__ = ["UPDATE_KERNELS", "sben_proba", "sben_update_mf", "sben_update_sap"]
 
 def _update_kernel(estimator: int):
     """The SBEN's update kernel (`sben_update`) for the likelihood-gradient `estimator` (MF or
-    SAP): the steps' and blocks' loops are written here and the DHBM's `_update_body` is
+    SAP): the steps' and blocks' loops are written here and the DHBM's `update_body` is
     inlined into them, pruned of the other estimator (as `dhbm._update_kernel`)."""
 
-    @njit(**_JIT)
+    @njit(**JIT)
     def sben_update(X, y, theta, grad, moments, step, boff, offs, bsizes, hcums, n_classes,
                     kind, mf_steps, lr, alpha, beta, disc_weight, hard, keep, masks,
                     moff, part_v, pvoff, part_h, phoff, part_y, part_mask, noise_h, noise_v,
@@ -65,13 +66,13 @@ def _update_kernel(estimator: int):
                 work = (act, mu, neg, delta, zbuf, xrec, P, T, Y, wrow, wdisc,
                         mirror[boff[b] : boff[b + 1]])
                 if estimator == MF:  # a constant: one call is left, and inlined
-                    _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
-                                 kind, MF, mf_steps, lr, alpha, beta, NO_PROXY_LABELS,
-                                 disc_weight, hard, mask, particles, work, mo, step + s)
+                    update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
+                                kind, MF, mf_steps, lr, alpha, beta, NO_PROXY_LABELS,
+                                disc_weight, hard, mask, particles, work, mo, step + s)
                 else:
-                    _update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
-                                 kind, SAP, mf_steps, lr, alpha, beta, NO_PROXY_LABELS,
-                                 disc_weight, hard, mask, particles, work, mo, step + s)
+                    update_body(below, ys, th, gr, offs[b], bsizes[b], hcums[b], n_classes,
+                                kind, SAP, mf_steps, lr, alpha, beta, NO_PROXY_LABELS,
+                                disc_weight, hard, mask, particles, work, mo, step + s)
                 if b < L - 1:
                     out = reps[pos : pos + n * H]
                     forward_net(below, th, offs[b], bsizes[b], hcums[b], COL_R, COL_RB, True,
@@ -91,7 +92,7 @@ sben_update_sap = _update_kernel(SAP)
 UPDATE_KERNELS = {MF: sben_update_mf, SAP: sben_update_sap}
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def sben_proba(X, theta, boff, offs, bsizes, hcums, n_classes, kind, keep, act, Pb, P):
     """`P [n, C]`: the average over blocks of each block's `p(y | h^b)`, `h^b` from its
     recognition pass (activities scaled by `keep`) on the block below's activities."""
