@@ -8,7 +8,7 @@ from river import base
 from river_dhbm import scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network, parameters
-from river_dhbm._kernels.sben import UPDATE_KERNELS, sben_proba
+from river_dhbm._kernels.sben import UPDATE_KERNELS, WORK, sben_proba
 from river_dhbm.base import HybridClassifier
 from river_dhbm.dhbm import DHBM, ESTIMATORS
 
@@ -273,15 +273,17 @@ class SBEN(DHBM):
             self, self._unlabeled_weight(self._current_beta()))
         # one kernel per estimator: the MF kernel never compiles the SAP negative phase
         UPDATE_KERNELS[self._estimator](
-            X, y, self._theta, self._grad, self._moments, self._adam_steps + 1, self._boff,
-            self._offs, self._bsizes, self._hcums, len(self._classes), self._kind, self.mf_steps,
-            float(self.learning_rate) * scarce_labels.step_scale(self, self.n_labeled_seen),
-            alpha, beta, disc_weight,
-            self.pseudo_label == "hard", keep, masks, n * self._moff_unit, self._part_x,
-            self._pvoff, self._part_h, self._phoff, self._part_y, part_mask, noise_h, noise_v,
-            self._nvoff, w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xbuf"],
-            w["P"], w["T"], w["Y"], w["wrow"], w["wdisc"], w["mirror"], w["reps"], steps,
-            n_batch,
+            X, y,
+            (self._theta, self._boff, self._offs, self._bsizes, self._hcums,
+             len(self._classes), self._kind),
+            (self._grad, self._moments, self._adam_steps + 1),
+            (self.mf_steps,
+             float(self.learning_rate) * scarce_labels.step_scale(self, self.n_labeled_seen),
+             alpha, beta, disc_weight, self.pseudo_label == "hard", keep),
+            (masks, n * self._moff_unit),
+            (self._part_x, self._pvoff, self._part_h, self._phoff, self._part_y, part_mask,
+             noise_h, noise_v, self._nvoff),
+            tuple(w[name] for name in WORK), steps, n_batch,
         )
         self._adam_steps += steps
 
