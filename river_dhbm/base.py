@@ -34,22 +34,22 @@ from river import base
 
 from river_dhbm import change, minibatch, safety
 from river_dhbm._input.checks import (
-    _PLAIN_NUMBERS,
     MAX_ABS,
-    _canonical_order,
-    _check_arrays,
-    _check_dict,
-    _check_flag,
-    _check_frame,
-    _check_frame_type,
-    _check_learn_arrays,
-    _frame_labels,
-    _label,
-    _row_packer,
-    _short,
-    _vector,
+    PLAIN_NUMBERS,
+    as_label,
+    canonical_order,
+    check_arrays,
+    check_dict,
+    check_flag,
+    check_frame,
+    check_frame_type,
+    check_learn_arrays,
+    dict_row,
+    frame_labels,
+    row_packer,
+    short_repr,
 )
-from river_dhbm._input.params import _check_bool, _check_int, _check_seed
+from river_dhbm._input.params import check_bool, check_int, check_seed
 from river_dhbm._kernels.first_use import announce_compilation
 
 if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s at import)
@@ -118,8 +118,8 @@ class HybridClassifier(base.MiniBatchClassifier):
         return cls(**{**paper, **complete, **overrides})
 
     def _check_common_params(self) -> None:
-        _check_int("batch_size", self.batch_size, 1)
-        _check_seed(self.seed)
+        check_int("batch_size", self.batch_size, 1)
+        check_seed(self.seed)
         change.check_detector(self.drift_detector)
 
     def _reset_state(self) -> None:
@@ -135,7 +135,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._n_buf_labeled = 0
         self._staged = None
         self._memory = None  # the label memory (`scarce_labels.LabelMemory`), made when used
-        _check_bool("safe_unlabeled", self.safe_unlabeled)
+        check_bool("safe_unlabeled", self.safe_unlabeled)
         self._twin = None  # the labeled-only twin and the mixture's weight (`safety`), made
         self._mixture = None  # with the features
         self.n_updates = 0
@@ -215,7 +215,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             total = sum(values, 0.0)
         except Exception:
             return None
-        if type(total) is not float and not _PLAIN_NUMBERS.issuperset(map(type, values)):
+        if type(total) is not float and not PLAIN_NUMBERS.issuperset(map(type, values)):
             return None
         return values if math.hypot(*values) <= MAX_ABS else None
 
@@ -238,9 +238,9 @@ class HybridClassifier(base.MiniBatchClassifier):
         instance, then learn it, and `learn_one` then only has to recognise it."""
         values = self._plain_values(x)
         if values is None:
-            return _vector(x, self._feature_index)[None, :]
+            return dict_row(x, self._feature_index)[None, :]
         start = self._n_buf
-        _row_packer(len(values))(self._X_buf, 8 * len(values) * start, *values)
+        row_packer(len(values))(self._X_buf, 8 * len(values) * start, *values)
         self._staged = values
         return self._X_buf[start : start + 1]
 
@@ -278,10 +278,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         NaN, NaT, pandas' NA) means unlabeled; all of it is checked before anything is learnt.
 
         """
-        _check_dict(x)
+        check_dict(x)
         if labeled is not True and labeled is not False:
-            _check_flag(labeled)  # numpy's bools pass
-        label = _label(y) if labeled else None
+            check_flag(labeled)  # numpy's bools pass
+        label = as_label(y) if labeled else None
         features, index = self._features, self._feature_index
         if self._is_staged(x):
             row = None  # the instance just predicted: checked, and waiting in the buffer
@@ -289,9 +289,9 @@ class HybridClassifier(base.MiniBatchClassifier):
             row = self._plain_values(x)  # the common case: no array until the buffer itself
             if row is None:
                 if features is None:
-                    features = _canonical_order(x)
+                    features = canonical_order(x)
                     index = {name: j for j, name in enumerate(features)}
-                row = _vector(x, index)
+                row = dict_row(x, index)
         due = self._late_rows(late, index) if type(late) is not tuple or late else ()
         if self._features is None:
             self._fix_features(features)
@@ -304,21 +304,21 @@ class HybridClassifier(base.MiniBatchClassifier):
         try:
             pairs = [(x_late, y_late) for x_late, y_late in late]
         except (TypeError, ValueError):
-            raise TypeError(f"Invalid late ({_short(late)}). Must be (x, y) pairs") from None
+            raise TypeError(f"Invalid late ({short_repr(late)}). Must be (x, y) pairs") from None
         rows = []
         for x_late, y_late in pairs:
-            _check_dict(x_late)
+            check_dict(x_late)
             row = self._plain_values(x_late)
-            rows.append((_vector(x_late, index) if row is None else row, _label(y_late)))
+            rows.append((dict_row(x_late, index) if row is None else row, as_label(y_late)))
         return rows
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series | None = None, **kwargs) -> None:
         """Buffer a mini-batch; a missing label (None, NaN, NaT, pandas' NA) marks an unlabeled
         row. A Series `y` goes with `X` by index (reordered when it holds the same labels)."""
-        _check_frame_type(X)
-        labels = [] if y is None else _frame_labels(X, y)
-        features = self._features if self._features is not None else _canonical_order(X.columns)
-        rows = _check_frame(X, features)
+        check_frame_type(X)
+        labels = [] if y is None else frame_labels(X, y)
+        features = self._features if self._features is not None else canonical_order(X.columns)
+        rows = check_frame(X, features)
         if len(X) == 0:
             return
         if self._features is None:
@@ -328,7 +328,7 @@ class HybridClassifier(base.MiniBatchClassifier):
     def learn_arrays(self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None) -> None:
         """Array path: `X` float `[n, d]` with columns features `0..d-1`, `y` labels `[n]`,
         `labeled` bool `[n]` (all labeled if omitted). Same buffer as `learn_one`."""
-        X, features, pairs = _check_learn_arrays(X, y, labeled, self._features)
+        X, features, pairs = check_learn_arrays(X, y, labeled, self._features)
         if len(X) == 0:
             return
         if self._features is None:
@@ -353,8 +353,8 @@ class HybridClassifier(base.MiniBatchClassifier):
 
         """
         bs = self.batch_size if batch_size is None else batch_size
-        _check_int("batch_size", bs, 1)
-        X, features, pairs = _check_learn_arrays(X, y, labeled, self._features)
+        check_int("batch_size", bs, 1)
+        X, features, pairs = check_learn_arrays(X, y, labeled, self._features)
         if len(X) and self._features is None:
             self._fix_features(features)
         return minibatch.test_then_train(self, X, pairs, bs)
@@ -364,14 +364,14 @@ class HybridClassifier(base.MiniBatchClassifier):
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         # Nothing to predict yet: `{}` whatever `x` holds (River's MinMaxScaler, for one, sends
         # NaN before it has seen an instance, and a pipeline predicts before it learns).
-        _check_dict(x)
+        check_dict(x)
         if not self._classes:
             return {}
         return dict(zip(self._classes, safety.predictive_proba_row(self, self._row(x))))
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable label (River's `max(proba, key=proba.get)` without the dict)."""
-        _check_dict(x)
+        check_dict(x)
         if not self._classes or type(self).predict_proba_one is not _PREDICT_PROBA_ONE:
             return super().predict_one(x, **kwargs)
         return self._classes[safety.predictive_row(self, self._row(x))]
@@ -379,16 +379,16 @@ class HybridClassifier(base.MiniBatchClassifier):
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
-        _check_frame_type(X)
+        check_frame_type(X)
         if not self._classes:
             return pd.DataFrame(index=X.index)
-        rows = _check_frame(X, self._features)
+        rows = check_frame(X, self._features)
         P = safety.predictive_proba(self, rows) if len(rows) else np.zeros((0, len(self._classes)))
         return pd.DataFrame(P, index=X.index, columns=list(self._classes))
 
     def predict_proba_arrays(self, X: np.ndarray) -> np.ndarray:
         """Array path: `p(y | x)` as float64 `[n, len(classes_)]` (no columns before a label)."""
-        X, _ = _check_arrays(X, self._features)
+        X, _ = check_arrays(X, self._features)
         if not self._classes:
             return np.zeros((len(X), 0))
         return safety.predictive_proba(self, X)
@@ -403,7 +403,8 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     def _update(self, X: np.ndarray, y: np.ndarray, P: np.ndarray | None = None) -> None:
         """One update on the mini-batch `(X, y)`; `P` is its prediction when the caller
-        already has it (the confident proxy labels need it)."""
+        already has it (the confident proxy labels need it). A model whose update has no use
+        for `P` takes `(X, y)` only and overrides `_predict_update`."""
         raise NotImplementedError
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
@@ -417,8 +418,10 @@ class HybridClassifier(base.MiniBatchClassifier):
         return minibatch.batch_by_batch(self, X, codes)
 
     def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """`_proba(X)`, then `_update(X, y)`; models whose update starts with the prediction's
-        own pass override it to compute that pass once."""
+        """`_proba(X)`, then `_update(X, y, P)` with that prediction `P`, which the confident
+        proxy labels use. Models whose update takes no `P` (their labels for unlabeled rows
+        come from the kernel) override it, as do those whose update starts with the
+        prediction's own pass, to compute that pass once."""
         P = self._proba(X)
         self._update(X, y, P)
         return P

@@ -12,17 +12,17 @@ from river import base
 
 from river_dhbm import fused_run, scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
-from river_dhbm._kernels import network
+from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
     PSEUDO_LABELS,
-    _check_beta_schedule,
-    _check_bool,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
+    check_beta_schedule,
+    check_bool,
+    check_choice,
+    check_hidden_sizes,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_probability,
 )
 from river_dhbm.base import HybridClassifier
 
@@ -254,26 +254,26 @@ class DHBM(HybridClassifier):
     # ------------------------------------------------------------------ validation
 
     def _check_params(self) -> None:
-        _check_hidden_sizes(self.hidden_sizes)
-        _check_choice("estimator", self.estimator, tuple(ESTIMATORS))
-        _check_int("n_particles", self.n_particles, 1)
-        _check_int("gibbs_sweeps", self.gibbs_sweeps, 1)
-        _check_bool("particle_dropout", self.particle_dropout)
-        _check_int("mf_steps", self.mf_steps, 0)
-        _check_int("steps", self.steps, 1)
+        check_hidden_sizes(self.hidden_sizes)
+        check_choice("estimator", self.estimator, tuple(ESTIMATORS))
+        check_int("n_particles", self.n_particles, 1)
+        check_int("gibbs_sweeps", self.gibbs_sweeps, 1)
+        check_bool("particle_dropout", self.particle_dropout)
+        check_int("mf_steps", self.mf_steps, 0)
+        check_int("steps", self.steps, 1)
         if self.warm_start is not None:
-            _check_int("warm_start", self.warm_start, 1)
-        _check_choice("init", self.init, network.INITS)
-        _check_positive("learning_rate", self.learning_rate)
-        _check_non_negative("alpha", self.alpha)
-        _check_non_negative("beta", self.beta)
-        _check_non_negative("discriminative_weight", self.discriminative_weight)
-        _check_probability("dropout", self.dropout)
-        _check_beta_schedule(self.beta_schedule)
-        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
-        _check_choice("optimizer", self.optimizer, network.OPTIMIZERS)
-        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
-        _check_choice("dtype", self.dtype, network.DTYPES)
+            check_int("warm_start", self.warm_start, 1)
+        check_choice("init", self.init, parameters.INITS)
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("alpha", self.alpha)
+        check_non_negative("beta", self.beta)
+        check_non_negative("discriminative_weight", self.discriminative_weight)
+        check_probability("dropout", self.dropout)
+        check_beta_schedule(self.beta_schedule)
+        check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
+        check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
+        check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
+        check_choice("dtype", self.dtype, network.DTYPES)
         scarce_labels.check_params(self)
 
     def _current_beta(self) -> float:
@@ -307,21 +307,21 @@ class DHBM(HybridClassifier):
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
-        self._hcum = network.hidden_offsets(self._sizes)
+        self._hcum = parameters.hidden_offsets(self._sizes)
         self._kind = network.HYBRID_ACTIVATIONS[self.activation]
         self._estimator = ESTIMATORS[self.estimator]
-        self._off = network.param_layout(self._sizes, 0)
+        self._off = parameters.param_layout(self._sizes, 0)
         dtype = np.dtype(self.dtype)
         theta = np.zeros(self._off[-1, 2], dtype)
-        network.init_weights(theta, self._off, self._sizes, self._rng,
-                             **network.first_layer_init(self.init, len(self.hidden_sizes)))
+        parameters.init_weights(theta, self._off, self._sizes, self._rng,
+                             **parameters.first_layer_init(self.init, len(self.hidden_sizes)))
         self._theta = theta
         A = int(self._hcum[-1])
         M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
         self._part_x = (self._rng.random((M, n_features)) < 0.5).astype(dtype)
         self._part_h = (self._rng.random(M * A) < 0.5).astype(dtype)
         self._part_y = np.zeros((M, 0), dtype)
-        self._moments = network.adam_moments(theta, self.optimizer)
+        self._moments = parameters.adam_moments(theta, self.optimizer)
         self._adam_steps = 0  # Adam steps taken (an update takes `scarce_labels.steps_at`)
         self._alloc_work()
 
@@ -347,9 +347,9 @@ class DHBM(HybridClassifier):
     def _add_class(self) -> None:
         C = len(self._classes)
         dtype = self._theta.dtype
-        self._theta = network.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
-        self._moments = network.regrow_moments(self._moments, self._sizes, C - 1, C)
-        self._off = network.param_layout(self._sizes, C)
+        self._theta = parameters.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
+        self._moments = parameters.regrow_moments(self._moments, self._sizes, C - 1, C)
+        self._off = parameters.param_layout(self._sizes, C)
         self._part_y = np.hstack([self._part_y, np.zeros((self._part_y.shape[0], 1), dtype)])
         self._alloc_work()
 

@@ -8,18 +8,18 @@ from river import base
 from river_dhbm import scarce_labels
 
 from river_dhbm._kernels import dhda as dhda_kernels
-from river_dhbm._kernels import network
+from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
     LOSSES,
     PSEUDO_LABELS,
-    _check_beta_schedule,
-    _check_bool,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
+    check_beta_schedule,
+    check_bool,
+    check_choice,
+    check_hidden_sizes,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_probability,
 )
 from river_dhbm.base import HybridClassifier
 
@@ -236,26 +236,26 @@ class DHDA(HybridClassifier):
 
     def _check_params(self) -> None:
         self._check_common_params()
-        _check_hidden_sizes(self.hidden_sizes)
-        _check_probability("corruption", self.corruption)
-        _check_choice("loss", self.loss, LOSSES)
-        _check_int("mf_steps", self.mf_steps, 1)
-        _check_int("steps", self.steps, 1)
+        check_hidden_sizes(self.hidden_sizes)
+        check_probability("corruption", self.corruption)
+        check_choice("loss", self.loss, LOSSES)
+        check_int("mf_steps", self.mf_steps, 1)
+        check_int("steps", self.steps, 1)
         if self.warm_start is not None:
-            _check_int("warm_start", self.warm_start, 1)
-        _check_choice("init", self.init, network.INITS)
-        _check_choice("optimizer", self.optimizer, network.OPTIMIZERS)
-        _check_positive("learning_rate", self.learning_rate)
-        _check_non_negative("alpha", self.alpha)
-        _check_non_negative("beta", self.beta)
-        _check_beta_schedule(self.beta_schedule)
-        _check_probability("dropout", self.dropout)
-        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
-        _check_non_negative("discriminative_weight", self.discriminative_weight)
-        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
+            check_int("warm_start", self.warm_start, 1)
+        check_choice("init", self.init, parameters.INITS)
+        check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("alpha", self.alpha)
+        check_non_negative("beta", self.beta)
+        check_beta_schedule(self.beta_schedule)
+        check_probability("dropout", self.dropout)
+        check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
+        check_non_negative("discriminative_weight", self.discriminative_weight)
+        check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
-        _check_choice("dtype", self.dtype, network.DTYPES)
-        _check_bool("slow_upper_layers", self.slow_upper_layers)
+        check_choice("dtype", self.dtype, network.DTYPES)
+        check_bool("slow_upper_layers", self.slow_upper_layers)
 
     @classmethod
     def _unit_test_params(cls):
@@ -277,27 +277,27 @@ class DHDA(HybridClassifier):
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
-        self._hcum = network.hidden_offsets(self._sizes)
+        self._hcum = parameters.hidden_offsets(self._sizes)
         self._kind = network.HYBRID_ACTIVATIONS[self.activation]
         self._dec_kind = network.SIGMOID if self.loss == "ce" else self._kind
-        self._off = network.param_layout(self._sizes, 0)
+        self._off = parameters.param_layout(self._sizes, 0)
         theta = np.zeros(self._off[-1, 2], self.dtype)
         upper = self.UPPER_INIT if self.slow_upper_layers else 1.0
-        network.init_weights(theta, self._off, self._sizes, self._rng, upper,
-                             **network.first_layer_init(self.init, len(self.hidden_sizes)))
+        parameters.init_weights(theta, self._off, self._sizes, self._rng, upper,
+                             **parameters.first_layer_init(self.init, len(self.hidden_sizes)))
         self._theta = theta
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0, self.dtype)
-        self._moments = network.adam_moments(theta, self.optimizer)
+        self._moments = parameters.adam_moments(theta, self.optimizer)
         self._adam_steps = 0
 
     def _add_class(self) -> None:
         C = len(self._classes)
         dtype = self._theta.dtype
-        self._theta = network.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
-        self._off = network.param_layout(self._sizes, C)
+        self._theta = parameters.regrow_classes(self._theta, self._sizes, C - 1, C).astype(dtype)
+        self._off = parameters.param_layout(self._sizes, C)
         self._grad = np.zeros_like(self._theta)
-        self._moments = network.regrow_moments(self._moments, self._sizes, C - 1, C)
+        self._moments = parameters.regrow_moments(self._moments, self._sizes, C - 1, C)
 
     def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
         n_batch = len(X)

@@ -8,18 +8,18 @@ from river import base
 from river_dhbm import scarce_labels
 
 from river_dhbm._kernels import hsda as hsda_kernels
-from river_dhbm._kernels import network
+from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
     LOSSES,
     PSEUDO_LABELS,
-    _check_beta_schedule,
-    _check_bool,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
+    check_beta_schedule,
+    check_bool,
+    check_choice,
+    check_hidden_sizes,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_probability,
 )
 from river_dhbm.base import HybridClassifier
 
@@ -228,24 +228,24 @@ class HSDA(HybridClassifier):
 
     def _check_params(self) -> None:
         self._check_common_params()
-        _check_hidden_sizes(self.hidden_sizes)
-        _check_probability("corruption", self.corruption)
-        _check_choice("loss", self.loss, LOSSES)
-        _check_positive("learning_rate", self.learning_rate)
-        _check_choice("optimizer", self.optimizer, network.OPTIMIZERS)
-        _check_non_negative("discriminative_weight", self.discriminative_weight)
-        _check_choice("init", self.init, network.INITS)
-        _check_int("steps", self.steps, 1)
+        check_hidden_sizes(self.hidden_sizes)
+        check_probability("corruption", self.corruption)
+        check_choice("loss", self.loss, LOSSES)
+        check_positive("learning_rate", self.learning_rate)
+        check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
+        check_non_negative("discriminative_weight", self.discriminative_weight)
+        check_choice("init", self.init, parameters.INITS)
+        check_int("steps", self.steps, 1)
         if self.warm_start is not None:
-            _check_int("warm_start", self.warm_start, 1)
-        _check_non_negative("alpha", self.alpha)
-        _check_non_negative("beta", self.beta)
-        _check_beta_schedule(self.beta_schedule)
-        _check_probability("dropout", self.dropout)
-        _check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
-        _check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
+            check_int("warm_start", self.warm_start, 1)
+        check_non_negative("alpha", self.alpha)
+        check_non_negative("beta", self.beta)
+        check_beta_schedule(self.beta_schedule)
+        check_probability("dropout", self.dropout)
+        check_choice("pseudo_label", self.pseudo_label, PSEUDO_LABELS)
+        check_choice("activation", self.activation, tuple(network.HYBRID_ACTIVATIONS))
         scarce_labels.check_params(self)
-        _check_bool("weighted_layers", self.weighted_layers)
+        check_bool("weighted_layers", self.weighted_layers)
 
     @classmethod
     def _unit_test_params(cls):
@@ -267,7 +267,7 @@ class HSDA(HybridClassifier):
         """Per-layer offsets tables `[L, 2, 5]` and the start of each layer's block."""
         L = len(self.hidden_sizes)
         self._offs = np.stack(
-            [network.param_layout(self._sizes[l : l + 2], n_classes) for l in range(L)]
+            [parameters.param_layout(self._sizes[l : l + 2], n_classes) for l in range(L)]
         )
         self._bases = np.concatenate([[0], np.cumsum(self._offs[:, -1, 2])]).astype(np.int64)
 
@@ -275,7 +275,7 @@ class HSDA(HybridClassifier):
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array([n_features, *self.hidden_sizes], dtype=np.int64)
-        self._hcum = network.hidden_offsets(self._sizes)
+        self._hcum = parameters.hidden_offsets(self._sizes)
         self._kind = network.HYBRID_ACTIVATIONS[self.activation]
         self._dec_kind = network.SIGMOID if self.loss == "ce" else self._kind
         self._layout(0)
@@ -286,14 +286,14 @@ class HSDA(HybridClassifier):
             bound = np.sqrt(6.0 / (fan_in + fan_out))
             o = self._bases[l] + self._offs[l, 0, network.COL_W]
             W = self._rng.uniform(-bound, bound, fan_in * fan_out)
-            if centred:  # each layer's units cut its input box (`network.centred_biases`)
-                W *= network.centred_scale(len(self.hidden_sizes))
+            if centred:  # each layer's units cut its input box (`parameters.centred_biases`)
+                W *= parameters.centred_scale(len(self.hidden_sizes))
                 b = self._bases[l] + self._offs[l, 0, network.COL_B]
-                theta[b : b + fan_out] = network.centred_biases(W.reshape(fan_in, fan_out),
+                theta[b : b + fan_out] = parameters.centred_biases(W.reshape(fan_in, fan_out),
                                                                 self._rng)
             theta[o : o + fan_in * fan_out] = W
         self._theta = theta
-        self._moments = network.adam_moments(theta, self.optimizer)
+        self._moments = parameters.adam_moments(theta, self.optimizer)
         self._adam_steps = 0
         self._grad = np.zeros_like(theta)
         self._empty = np.zeros(0)
@@ -302,14 +302,14 @@ class HSDA(HybridClassifier):
     def _add_class(self) -> None:
         C = len(self._classes)
         blocks = [
-            network.regrow_classes(
+            parameters.regrow_classes(
                 self._theta[self._bases[l] : self._bases[l + 1]], self._sizes[l : l + 2], C - 1, C
             )
             for l in range(len(self.hidden_sizes))
         ]
         if self._moments.size:  # Adam's first and second moments, each regrown as `theta`
             self._moments = np.concatenate([
-                network.regrow_classes(half[self._bases[l] : self._bases[l + 1]],
+                parameters.regrow_classes(half[self._bases[l] : self._bases[l + 1]],
                                        self._sizes[l : l + 2], C - 1, C)
                 for half in self._moments.reshape(2, -1) for l in range(len(self.hidden_sizes))
             ])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm import change, safety
-from river_dhbm._input.checks import _row_packer
+from river_dhbm._input.checks import row_packer
 
 __all__ = ["batch_by_batch", "flush", "learn", "mixed_flush", "push", "push_one",
            "test_then_train"]
@@ -59,7 +59,7 @@ def push_one(model, row, y) -> None:
         pass
     elif type(row) is list:
         d = len(row)
-        _row_packer(d)(model._X_buf, 8 * d * start, *row)
+        row_packer(d)(model._X_buf, 8 * d * start, *row)
     else:
         model._X_buf[start] = row
     if y is None:

@@ -10,16 +10,16 @@ from river import base
 from river_dhbm import scarce_labels
 
 from river_dhbm._kernels import mlp as mlp_kernels
-from river_dhbm._kernels import network
+from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
-    _check_beta_schedule,
-    _check_bool,
-    _check_choice,
-    _check_hidden_sizes,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_probability,
+    check_beta_schedule,
+    check_bool,
+    check_choice,
+    check_hidden_sizes,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_probability,
 )
 from river_dhbm.base import HybridClassifier
 
@@ -212,19 +212,19 @@ class PseudoLabelMLP(HybridClassifier):
 
     def _check_params(self) -> None:
         self._check_common_params()
-        _check_hidden_sizes(self.hidden_sizes)
-        _check_positive("learning_rate", self.learning_rate)
-        _check_non_negative("beta", self.beta)
-        _check_beta_schedule(self.beta_schedule)
-        _check_probability("dropout", self.dropout)
-        _check_choice("activation", self.activation, tuple(network.ACTIVATIONS))
+        check_hidden_sizes(self.hidden_sizes)
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("beta", self.beta)
+        check_beta_schedule(self.beta_schedule)
+        check_probability("dropout", self.dropout)
+        check_choice("activation", self.activation, tuple(network.ACTIVATIONS))
         scarce_labels.check_params(self, confidence=False)
-        _check_bool("deep_identity", self.deep_identity)
-        _check_choice("optimizer", self.optimizer, network.OPTIMIZERS)
-        _check_choice("init", self.init, network.INITS)
-        _check_int("steps", self.steps, 1)
+        check_bool("deep_identity", self.deep_identity)
+        check_choice("optimizer", self.optimizer, parameters.OPTIMIZERS)
+        check_choice("init", self.init, parameters.INITS)
+        check_int("steps", self.steps, 1)
         if self.warm_start is not None:
-            _check_int("warm_start", self.warm_start, 1)
+            check_int("warm_start", self.warm_start, 1)
 
     @classmethod
     def _unit_test_params(cls):
@@ -236,8 +236,8 @@ class PseudoLabelMLP(HybridClassifier):
 
     def _init_params(self, n_features: int) -> None:
         self._sizes = np.array((n_features, *self.hidden_sizes), dtype=np.int64)
-        self._hcum = network.hidden_offsets(self._sizes)
-        self._off = network.param_layout(self._sizes, 0)
+        self._hcum = parameters.hidden_offsets(self._sizes)
+        self._off = parameters.param_layout(self._sizes, 0)
         self._theta = np.zeros(self._off[-1, 2])
         for l in range(len(self.hidden_sizes)):
             n_in, n_out = self._sizes[l], self._sizes[l + 1]
@@ -248,25 +248,25 @@ class PseudoLabelMLP(HybridClassifier):
                 k = min(n_in, n_out)
                 W[:, :k] = np.eye(n_in, k)  # units beyond the width below keep their draw
             self._theta[o : o + n_in * n_out] = W.ravel()
-        if self.init == "centred":  # as the hybrids' (`network.init_weights`), drawn after
+        if self.init == "centred":  # as the hybrids' (`parameters.init_weights`), drawn after
             W = self._theta[self._off[0, network.COL_W] :][: n_features * self._sizes[1]]
-            W *= network.INIT_SCALE  # its plain rectifiers do not clip: no depth rule
+            W *= parameters.INIT_SCALE  # its plain rectifiers do not clip: no depth rule
             b = self._off[0, network.COL_B]
-            self._theta[b : b + self._sizes[1]] = network.centred_biases(
+            self._theta[b : b + self._sizes[1]] = parameters.centred_biases(
                 W.reshape(n_features, self._sizes[1]), self._rng)
         self._grad = np.zeros_like(self._theta)
-        self._moments = network.adam_moments(self._theta, self.optimizer)
+        self._moments = parameters.adam_moments(self._theta, self.optimizer)
         self._adam_steps = 0
         self._kind = network.ACTIVATIONS[self.activation]
 
     def _add_class(self) -> None:
         n = len(self._classes)
-        self._theta = network.regrow_classes(self._theta, self._sizes, n - 1, n)
-        self._off = network.param_layout(self._sizes, n)
+        self._theta = parameters.regrow_classes(self._theta, self._sizes, n - 1, n)
+        self._off = parameters.param_layout(self._sizes, n)
         self._grad = np.zeros_like(self._theta)
-        self._moments = network.regrow_moments(self._moments, self._sizes, n - 1, n)
+        self._moments = parameters.regrow_moments(self._moments, self._sizes, n - 1, n)
 
-    def _update(self, X: np.ndarray, y: np.ndarray, P=None) -> None:
+    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
         n_batch = len(X)
         steps = scarce_labels.steps_at(self, self.n_labeled_seen)
         # Lee's own pseudo-labels, not the confident ones
@@ -300,6 +300,11 @@ class PseudoLabelMLP(HybridClassifier):
         """Step of the hidden layers above the first."""
         factor = self.UPPER_STEP if self.deep_identity else 1.0
         return float(self.learning_rate) * factor
+
+    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        P = self._proba(X)  # the kernel makes Lee's pseudo-labels itself: the update takes no `P`
+        self._update(X, y)
+        return P
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         return mlp_kernels.mlp_proba(

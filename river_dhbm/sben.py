@@ -7,8 +7,8 @@ from river import base
 
 from river_dhbm import scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
-from river_dhbm._kernels import network
-from river_dhbm._kernels.sben import UPDATE_KERNELS, sben_proba
+from river_dhbm._kernels import network, parameters
+from river_dhbm._kernels.sben import UPDATE_KERNELS, WORK, sben_proba
 from river_dhbm.base import HybridClassifier
 from river_dhbm.dhbm import DHBM, ESTIMATORS
 
@@ -176,7 +176,7 @@ class SBEN(DHBM):
     # ------------------------------------------------------------------ state
 
     def _layouts(self, C: int) -> None:
-        self._offs = np.stack([network.param_layout(s, C) for s in self._bsizes])
+        self._offs = np.stack([parameters.param_layout(s, C) for s in self._bsizes])
         sizes = [int(off[-1, 2]) for off in self._offs]
         self._boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
@@ -190,10 +190,10 @@ class SBEN(DHBM):
         self._estimator = ESTIMATORS[self.estimator]
         self._layouts(0)
         theta = np.zeros(self._boff[-1])
-        for b in range(L):  # each block as a one-layer DHBM (`network.init_weights`)
+        for b in range(L):  # each block as a one-layer DHBM (`parameters.init_weights`)
             block = theta[self._boff[b] : self._boff[b + 1]]
-            first = network.first_layer_init(self.init, L)  # as gentle as the stack is deep
-            network.init_weights(block, self._offs[b], self._bsizes[b], self._rng, **first)
+            first = parameters.first_layer_init(self.init, L)  # as gentle as the stack is deep
+            parameters.init_weights(block, self._offs[b], self._bsizes[b], self._rng, **first)
         self._theta = theta
         self._adam_steps = 0
         M = self.n_particles if self._estimator == dhbm_kernels.SAP else 0
@@ -206,7 +206,7 @@ class SBEN(DHBM):
         self._part_x = (self._rng.random(self._pvoff[-1]) < 0.5).astype(np.float64)
         self._part_h = (self._rng.random(self._phoff[-1]) < 0.5).astype(np.float64)
         self._part_y = np.zeros((L, M, 0))
-        self._moments = network.adam_moments(theta, self.optimizer)
+        self._moments = parameters.adam_moments(theta, self.optimizer)
         self._alloc_work()
 
     def _alloc_work(self) -> None:
@@ -228,14 +228,14 @@ class SBEN(DHBM):
         C = len(self._classes)
         old_boff = self._boff
         blocks = [
-            network.regrow_classes(self._theta[old_boff[b] : old_boff[b + 1]], s, C - 1, C)
+            parameters.regrow_classes(self._theta[old_boff[b] : old_boff[b + 1]], s, C - 1, C)
             for b, s in enumerate(self._bsizes)
         ]
         if self._moments.size:
             moments = []
             for b, s in enumerate(self._bsizes):
                 pair = self._moments[2 * old_boff[b] : 2 * old_boff[b + 1]]
-                moments += [network.regrow_classes(h, s, C - 1, C) for h in np.split(pair, 2)]
+                moments += [parameters.regrow_classes(h, s, C - 1, C) for h in np.split(pair, 2)]
             self._moments = np.concatenate(moments)
         self._theta = np.concatenate(blocks)
         self._layouts(C)
@@ -273,15 +273,17 @@ class SBEN(DHBM):
             self, self._unlabeled_weight(self._current_beta()))
         # one kernel per estimator: the MF kernel never compiles the SAP negative phase
         UPDATE_KERNELS[self._estimator](
-            X, y, self._theta, self._grad, self._moments, self._adam_steps + 1, self._boff,
-            self._offs, self._bsizes, self._hcums, len(self._classes), self._kind, self.mf_steps,
-            float(self.learning_rate) * scarce_labels.step_scale(self, self.n_labeled_seen),
-            alpha, beta, disc_weight,
-            self.pseudo_label == "hard", keep, masks, n * self._moff_unit, self._part_x,
-            self._pvoff, self._part_h, self._phoff, self._part_y, part_mask, noise_h, noise_v,
-            self._nvoff, w["act"], w["mu"], w["neg"], w["delta"], w["zbuf"], w["xbuf"],
-            w["P"], w["T"], w["Y"], w["wrow"], w["wdisc"], w["mirror"], w["reps"], steps,
-            n_batch,
+            X, y,
+            (self._theta, self._boff, self._offs, self._bsizes, self._hcums,
+             len(self._classes), self._kind),
+            (self._grad, self._moments, self._adam_steps + 1),
+            (self.mf_steps,
+             float(self.learning_rate) * scarce_labels.step_scale(self, self.n_labeled_seen),
+             alpha, beta, disc_weight, self.pseudo_label == "hard", keep),
+            (masks, n * self._moff_unit),
+            (self._part_x, self._pvoff, self._part_h, self._phoff, self._part_y, part_mask,
+             noise_h, noise_v, self._nvoff),
+            tuple(w[name] for name in WORK), steps, n_batch,
         )
         self._adam_steps += steps
 

@@ -17,7 +17,7 @@ model's generator, passed in.
 from __future__ import annotations
 
 import numpy as np
-from river_dhbm._input.params import _check_bool, _check_int, _check_range
+from river_dhbm._input.params import check_bool, check_int, check_range
 from river_dhbm._kernels.replay import (
     NO_PROXY_LABELS,
     confident_labels,
@@ -62,11 +62,11 @@ def beta_at(beta: float, schedule, t: float) -> float:
 
 def check_params(model, confidence: bool = True) -> None:
     """Check `learn_unlabeled`, `replay`, `memory_size` (and `confidence`) of `model`."""
-    _check_bool("learn_unlabeled", model.learn_unlabeled)
-    _check_int("replay", model.replay, 0)
-    _check_int("memory_size", model.memory_size, 1 if model.replay else 0)
+    check_bool("learn_unlabeled", model.learn_unlabeled)
+    check_int("replay", model.replay, 0)
+    check_int("memory_size", model.memory_size, 1 if model.replay else 0)
     if confidence and model.confidence is not None:
-        _check_range("confidence", model.confidence, 0.0, 1.0, low_open=True)
+        check_range("confidence", model.confidence, 0.0, 1.0, low_open=True)
 
 
 def labels_since_change(model, n_labeled) -> np.ndarray | int:

@@ -35,7 +35,7 @@ def is_missing_label(y) -> bool:
         return True
 
 
-def _describe(dataset) -> str:
+def describe_dataset(dataset) -> str:
     """`dataset` in a few words for a one-line message: its repr when short and on one line,
     else its class name (a River dataset's repr is its whole multi-line description)."""
     text = repr(dataset)
@@ -186,8 +186,8 @@ class LabelMask(datasets_base.SyntheticDataset):
     ):
         if not isinstance(dataset, collections.abc.Iterable) or isinstance(dataset, (str, bytes)):
             raise ValueError(
-                f"Invalid dataset ({_describe(dataset)}). Must yield (x, y) pairs, e.g. a River "
-                "dataset"
+                f"Invalid dataset ({describe_dataset(dataset)}). Must yield (x, y) pairs, e.g. a "
+                "River dataset"
             )
         if (
             isinstance(label_ratio, bool)
@@ -231,7 +231,7 @@ class LabelMask(datasets_base.SyntheticDataset):
             self.ratio_range = (label_ratio - half_width, label_ratio + half_width)
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{name}={_describe(value) if name == 'dataset' else repr(value)}"
+        params = ", ".join(f"{name}={describe_dataset(value) if name == 'dataset' else repr(value)}"
                            for name, value in self._get_params().items())
         return f"{type(self).__name__}({params})"
 
@@ -295,7 +295,7 @@ class LabelMask(datasets_base.SyntheticDataset):
         if not callable(getattr(self.dataset, "iter_arrays", None)):
             raise AttributeError(
                 f"{type(self).__name__}.iter_arrays needs a stream with iter_arrays(chunk_size); "
-                f"{_describe(self.dataset)} has none: iterate over the mask's rows instead"
+                f"{describe_dataset(self.dataset)} has none: iterate over the mask's rows instead"
             )
         return self._iter_arrays
 

@@ -57,6 +57,6 @@ class FirstRows(datasets_base.Dataset):
         return itertools.islice(self.dataset, self.n)
 
     def __repr__(self) -> str:
-        from .masking import _describe
+        from .masking import describe_dataset
 
-        return f"{type(self).__name__}({_describe(self.dataset)}, n={self.n!r})"
+        return f"{type(self).__name__}({describe_dataset(self.dataset)}, n={self.n!r})"

@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from evaluation.runs import files
-from river_dhbm._kernels import network
+from river_dhbm._kernels import parameters
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -45,7 +45,7 @@ def test_the_same_in_one_process_and_across_processes(today, recompute):
 
 
 def test_a_changed_learning_rule_changes_it(today, recompute, monkeypatch):
-    monkeypatch.setattr(network, "INIT_SCALE", network.INIT_SCALE * 1.5)
+    monkeypatch.setattr(parameters, "INIT_SCALE", parameters.INIT_SCALE * 1.5)
     assert recompute() != today
 
 
@@ -62,14 +62,14 @@ def test_a_changed_default_changes_it(today, recompute, monkeypatch):
 
 
 def _patch_init_weights(monkeypatch, edit) -> str:
-    """Put `network.init_weights` rewritten by `edit` (its source text) in its place and
+    """Put `parameters.init_weights` rewritten by `edit` (its source text) in its place and
     return the new source."""
-    source = textwrap.dedent(inspect.getsource(network.init_weights))
+    source = textwrap.dedent(inspect.getsource(parameters.init_weights))
     edited = edit(source)
     assert edited != source
-    namespace = dict(vars(network))
-    exec(compile(edited, network.__file__, "exec"), namespace)  # noqa: S102 (our own edit)
-    monkeypatch.setattr(network, "init_weights", namespace["init_weights"])
+    namespace = dict(vars(parameters))
+    exec(compile(edited, parameters.__file__, "exec"), namespace)  # noqa: S102 (our own edit)
+    monkeypatch.setattr(parameters, "init_weights", namespace["init_weights"])
     return edited
 
 
@@ -84,8 +84,8 @@ def test_a_reworded_docstring_and_a_renamed_variable_leave_it(today, recompute, 
         shutil.copytree(ROOT / package, tmp_path / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     assert files.sources_hash(tmp_path) == files.sources_hash()
-    copy = tmp_path / "river_dhbm" / "_kernels" / "network.py"
-    source = textwrap.dedent(inspect.getsource(network.init_weights))
+    copy = tmp_path / "river_dhbm" / "_kernels" / "parameters.py"
+    source = textwrap.dedent(inspect.getsource(parameters.init_weights))
     copy.write_text(copy.read_text().replace(source, _rename(source)))
     assert files.sources_hash(tmp_path) != files.sources_hash()
     # ... and not the behaviour's

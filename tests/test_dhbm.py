@@ -14,6 +14,7 @@ import reference_dhbm as ref
 import streams
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network as kernels
+from river_dhbm._kernels import parameters
 from river_dhbm.dhbm import DHBM
 
 
@@ -154,7 +155,7 @@ def test_new_classes_grow_the_output():
     model.learn_one({"a": 1.0, "b": 1.0}, "z")
     p = model.predict_proba_one({"a": 1.0, "b": 0.0})
     assert list(p) == ["x", "y", "z"] and np.isclose(sum(p.values()), 1.0)
-    P = kernels.param_layout(model._sizes, 3)
+    P = parameters.param_layout(model._sizes, 3)
     assert model._theta.size == P[-1, 2]
     # the update's transposed mirror grows with the parameters, and the next update rebuilds it
     # from the parameters it uses (a stale, shorter mirror would be read out of bounds)
@@ -178,7 +179,7 @@ def test_recognition_network_starts_as_a_copy_of_the_model_and_then_departs():
     for l, (W, R, b, r) in enumerate(zip(Pm["W"], Pm["R"], Pm["b"], Pm["r"])):
         np.testing.assert_array_equal(W, R)
         np.testing.assert_array_equal(b, r)
-        bound = np.sqrt(6.0 / sum(W.shape)) * (kernels.centred_scale(2) if l == 0 else 1.0)
+        bound = np.sqrt(6.0 / sum(W.shape)) * (parameters.centred_scale(2) if l == 0 else 1.0)
         assert np.abs(W).max() <= bound and np.abs(W).max() > 0.5 * bound
         if l > 0:
             np.testing.assert_array_equal(b, 0.0)

@@ -10,6 +10,7 @@ import reference_dhbm as ref
 from river_dhbm._kernels import dhbm as DK
 from river_dhbm._kernels import gradients as G
 from river_dhbm._kernels import network as K
+from river_dhbm._kernels import parameters
 from river_dhbm._kernels.replay import NO_PROXY_LABELS
 from kernel_calls import from_python
 
@@ -19,8 +20,8 @@ RTOL, ATOL = 1e-10, 1e-12
 def _setup(sizes=(5, 4, 3, 2), C=3, n=6, seed=0, scale=0.7):
     rng = np.random.default_rng(seed)
     sizes = np.array(sizes, dtype=np.int64)
-    off = K.param_layout(sizes, C)
-    hcum = K.hidden_offsets(sizes)
+    off = parameters.param_layout(sizes, C)
+    hcum = parameters.hidden_offsets(sizes)
     theta = rng.normal(0, scale, off[-1, 2])
     X = rng.random((n, sizes[0]))
     return rng, sizes, off, hcum, theta, X
@@ -41,7 +42,7 @@ def test_exp_matches_libm():
 
 def test_layout_is_dense_and_regrow_keeps_values():
     sizes = np.array([4, 3, 2], dtype=np.int64)
-    off = K.param_layout(sizes, 2)
+    off = parameters.param_layout(sizes, 2)
     # W, b, U, R, r of each layer, then c and d
     assert off[-1, 2] == (12 + 3 + 6 + 12 + 3) + (6 + 2 + 4 + 6 + 2) + 4 + 2
     theta = np.arange(off[-1, 2], dtype=float) + 1.0
@@ -51,8 +52,8 @@ def test_layout_is_dense_and_regrow_keeps_values():
         for c, s in ((0, sizes[l] * sizes[l + 1]), (1, sizes[l + 1]), (2, sizes[l + 1] * 2),
                      (3, sizes[l] * sizes[l + 1]), (4, sizes[l + 1]))
     ] + [np.arange(off[2, 0], off[2, 2])])).size == off[-1, 2]
-    grown = K.regrow_classes(theta, sizes, 2, 3)
-    new = K.param_layout(sizes, 3)
+    grown = parameters.regrow_classes(theta, sizes, 2, 3)
+    new = parameters.param_layout(sizes, 3)
     P_old, P_new = ref.unpack(theta, sizes, 2, off), ref.unpack(grown, sizes, 3, new)
     for k in "WbRr":
         for a, b in zip(P_old[k], P_new[k]):
@@ -63,10 +64,10 @@ def test_layout_is_dense_and_regrow_keeps_values():
     np.testing.assert_array_equal(P_new["c"], P_old["c"])
     np.testing.assert_array_equal(P_new["d"], [*P_old["d"], 0.0])
     # a stack of buffers (Adam's two moments) regrows row by row, and layouts are not shared
-    stacked = K.regrow_classes(np.stack([theta, -theta]), sizes, 2, 3)
+    stacked = parameters.regrow_classes(np.stack([theta, -theta]), sizes, 2, 3)
     np.testing.assert_array_equal(stacked, np.stack([grown, -grown]))
     off[0, 0] = -7
-    assert K.param_layout(sizes, 2)[0, 0] == 0
+    assert parameters.param_layout(sizes, 2)[0, 0] == 0
 
 
 @pytest.mark.parametrize("kind", [K.SIGMOID, K.RELU, K.BOUNDED_RELU])

@@ -11,6 +11,7 @@ from river import checks
 import reference_dhda as ref
 from river_dhbm._kernels import dhda as dhda_kernels
 from river_dhbm._kernels import network as kernels
+from river_dhbm._kernels import parameters
 from river_dhbm.dhda import DHDA
 from kernel_calls import from_python
 
@@ -29,8 +30,8 @@ class Net:
     def __init__(self, sizes, C, seed, scale=0.8):
         rng = np.random.default_rng(seed)
         self.sizes = np.array(sizes, dtype=np.int64)
-        self.hcum = kernels.hidden_offsets(self.sizes)
-        self.off = kernels.param_layout(self.sizes, C)
+        self.hcum = parameters.hidden_offsets(self.sizes)
+        self.off = parameters.param_layout(self.sizes, C)
         self.C = C
         self.theta = rng.normal(0, scale, self.off[-1, 2])
 
@@ -350,7 +351,7 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows():
     rng = np.random.default_rng(3)
     sizes = np.array([5, 4, 3], dtype=np.int64)
     C, n, R, steps = 3, 4, 2, 3
-    off, hcum = kernels.param_layout(sizes, C), kernels.hidden_offsets(sizes)
+    off, hcum = parameters.param_layout(sizes, C), parameters.hidden_offsets(sizes)
     theta = rng.normal(0, 0.5, off[-1, 2])
     X, y = _batch(n + steps * R, 5, C, 7, seed=4)
     A = int(hcum[-1])

@@ -11,6 +11,7 @@ from river import checks
 import reference_dhda as ref
 from river_dhbm._kernels import hsda as hsda_kernels
 from river_dhbm._kernels import network as kernels
+from river_dhbm._kernels import parameters
 from river_dhbm.hsda import HSDA
 from kernel_calls import from_python
 
@@ -25,10 +26,10 @@ class Stack:
     def __init__(self, sizes, C, seed, scale=0.7):
         rng = np.random.default_rng(seed)
         self.sizes = np.array(sizes, dtype=np.int64)
-        self.hcum = kernels.hidden_offsets(self.sizes)
+        self.hcum = parameters.hidden_offsets(self.sizes)
         self.C = C
         L = len(sizes) - 1
-        self.offs = np.stack([kernels.param_layout(self.sizes[l : l + 2], C) for l in range(L)])
+        self.offs = np.stack([parameters.param_layout(self.sizes[l : l + 2], C) for l in range(L)])
         self.bases = np.concatenate([[0], np.cumsum(self.offs[:, -1, 2])]).astype(np.int64)
         self.theta = rng.normal(0, scale, self.bases[-1])
 
@@ -312,7 +313,7 @@ def test_new_class_grows_every_layer():
     model.learn_one({"a": 0.5, "b": 0.5}, "z")
     for l in range(2):
         old = from_python(kernels.label_weights)(
-            before[l], kernels.param_layout(model._sizes[l : l + 2], 2),
+            before[l], parameters.param_layout(model._sizes[l : l + 2], 2),
             model._sizes[l : l + 2], 0, 2)
         new = from_python(kernels.label_weights)(
             model._theta[model._bases[l] : model._bases[l + 1]],
@@ -369,7 +370,7 @@ def test_centred_layers_cut_their_input_box():
         t = centred._theta[centred._bases[l] : centred._bases[l + 1]]
         W = from_python(kernels.matrix)(t, centred._offs[l], sizes, 0, kernels.COL_W)
         b = from_python(kernels.vector)(t, centred._offs[l], sizes, 0, kernels.COL_B)
-        scale = kernels.centred_scale(2)  # two layers
+        scale = parameters.centred_scale(2)  # two layers
         bound = scale * np.sqrt(6 / sizes.sum())
         assert np.abs(W).max() <= bound and np.abs(W).max() > 0.5 * bound
         # -b_j = point . W[:, j] for a point of the box: between the sums of W's negative and
@@ -381,4 +382,4 @@ def test_centred_layers_cut_their_input_box():
     np.testing.assert_array_equal(
         from_python(kernels.matrix)(
             centred._theta, centred._offs[0], centred._sizes[:2], 0, kernels.COL_W),
-        kernels.centred_scale(2) * W0)
+        parameters.centred_scale(2) * W0)

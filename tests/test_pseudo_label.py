@@ -10,6 +10,7 @@ from river import checks
 
 import reference_mlp as ref
 from river_dhbm._kernels import network as kernels
+from river_dhbm._kernels import parameters
 from river_dhbm._kernels import mlp as mlp_kernels
 from river_dhbm.pseudo_label import PseudoLabelMLP
 from kernel_calls import from_python
@@ -23,8 +24,8 @@ class Net:
     def __init__(self, sizes, C, seed):
         rng = np.random.default_rng(seed)
         self.sizes = np.array(sizes, dtype=np.int64)
-        self.hcum = kernels.hidden_offsets(self.sizes)
-        self.off = kernels.param_layout(self.sizes, C)
+        self.hcum = parameters.hidden_offsets(self.sizes)
+        self.off = parameters.param_layout(self.sizes, C)
         self.C = C
         self.theta = np.zeros(self.off[-1, 2])
         L = len(sizes) - 1
@@ -325,7 +326,7 @@ def test_initial_weights():
     centred = PseudoLabelMLP(hidden_sizes=(30, 20), deep_identity=False, seed=0)
     centred.learn_one({i: 0.0 for i in range(10)})
     C0 = from_python(kernels.matrix)(centred._theta, centred._off, centred._sizes, 0, kernels.COL_W)
-    np.testing.assert_allclose(C0, kernels.INIT_SCALE * W0)
+    np.testing.assert_allclose(C0, parameters.INIT_SCALE * W0)
     b = from_python(kernels.vector)(centred._theta, centred._off, centred._sizes, 0, kernels.COL_B)
     assert ((b + np.minimum(C0, 0).sum(axis=0)) <= 0).all()
     assert ((b + np.maximum(C0, 0).sum(axis=0)) >= 0).all()

@@ -79,7 +79,8 @@ def _dict_path_floor(predictor=None):
     import numpy as np
     from river import base
 
-    from river_dhbm.base import HybridClassifier, _canonical_order
+    from river_dhbm._input.checks import canonical_order
+    from river_dhbm.base import HybridClassifier
 
     class DictPathFloor(base.Classifier):
         _n_buf = 0
@@ -98,7 +99,7 @@ def _dict_path_floor(predictor=None):
             if self.predictor is not None:
                 return self.predictor.predict_one(x)
             if self._features is None:
-                self._features = _canonical_order(x)
+                self._features = canonical_order(x)
                 self._X_buf = np.zeros((1, len(self._features)))
             self._row(x)
             if self._staged is None:

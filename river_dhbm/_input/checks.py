@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s a
     import pandas as pd
 
 #: Types whose values within `MAX_ABS` need no further look (`HybridClassifier._plain_values`).
-_PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 #: The largest feature magnitude accepted. Scaled input always fits: River's MinMaxScaler
 #: gives [0, 1], a z-score of one row among n is at most sqrt(n), so 1e6 covers streams of
 #: 1e12 rows. Larger values tell the networks nothing (their units saturate far below),
@@ -39,31 +39,31 @@ MAX_ABS = 1e6
 _ROW_PACKERS: dict = {}
 
 
-def _short(value, limit: int = 60) -> str:
+def short_repr(value, limit: int = 60) -> str:
     """`repr(value)` on one line, cut to `limit` characters: error messages stay one short line."""
     text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _check_dict(x) -> None:
+def check_dict(x) -> None:
     """TypeError unless `x` is a dict (River's instances are `{feature: value}` dicts)."""
     if not isinstance(x, dict):
         raise TypeError(
-            f"Invalid x ({_short(x)}). Must be a dict of feature values, got {type(x).__name__}"
+            f"Invalid x ({short_repr(x)}). Must be a dict of feature values, got {type(x).__name__}"
         )
 
 
-def _check_frame_type(X) -> None:
+def check_frame_type(X) -> None:
     """TypeError unless `X` is a pandas DataFrame (the mini-batch methods' input)."""
     import pandas as pd
 
     if not isinstance(X, pd.DataFrame):
         raise TypeError(
-            f"Invalid X ({_short(X)}). Must be a pandas DataFrame, got {type(X).__name__}"
+            f"Invalid X ({short_repr(X)}). Must be a pandas DataFrame, got {type(X).__name__}"
         )
 
 
-def _row_packer(d: int):
+def row_packer(d: int):
     """`pack_into(array, byte_offset, *values)` writing `d` float64 values into a C-contiguous
     float64 array: the cheapest way from a list of Python numbers into an existing row."""
     pack = _ROW_PACKERS.get(d)
@@ -72,7 +72,7 @@ def _row_packer(d: int):
     return pack
 
 
-def _canonical_order(names) -> list:
+def canonical_order(names) -> list:
     """Features in a fixed order whatever the dict order (natural order, else by repr)."""
     try:
         return sorted(names)
@@ -80,7 +80,7 @@ def _canonical_order(names) -> list:
         return sorted(names, key=repr)
 
 
-def _label(y):
+def as_label(y):
     """`y` as a class label, or None when it means "unlabeled" (`_is_missing_label`);
     TypeError unless it is hashable (it names a class in a dict)."""
     if y is None:
@@ -90,7 +90,7 @@ def _label(y):
     except TypeError:
         if isinstance(y, decimal.Decimal):  # a signalling NaN refuses to hash
             return None
-        raise TypeError(f"Invalid label {_short(y)}: labels must be hashable") from None
+        raise TypeError(f"Invalid label {short_repr(y)}: labels must be hashable") from None
     return None if _is_missing_label(y) else y
 
 
@@ -107,13 +107,15 @@ def _is_missing_label(y) -> bool:
         pd = sys.modules.get("pandas")
         if (pd is not None and y is pd.NA) or isinstance(y, decimal.Decimal):
             return True
-        raise TypeError(f"Invalid label {_short(y)}: it cannot be compared with itself") from None
+        raise TypeError(
+            f"Invalid label {short_repr(y)}: it cannot be compared with itself"
+        ) from None
 
 
-def _check_flag(labeled) -> None:
+def check_flag(labeled) -> None:
     """TypeError unless `labeled` (of `learn_one`) is a bool (numpy's included)."""
     if not isinstance(labeled, (bool, np.bool_)):
-        raise TypeError(f"Invalid labeled ({_short(labeled)}). Must be True or False")
+        raise TypeError(f"Invalid labeled ({short_repr(labeled)}). Must be True or False")
 
 
 def _as_matrix(X, name: str = "X") -> np.ndarray:
@@ -129,7 +131,7 @@ def _as_matrix(X, name: str = "X") -> np.ndarray:
     if A is None or A.dtype.kind not in "biufO":
         kind = type(X).__name__ if A is None else f"{type(X).__name__} of {A.dtype}"
         raise TypeError(
-            f"Invalid {name} ({_short(X)}). Must be a 2-d array of numbers, got {kind}"
+            f"Invalid {name} ({short_repr(X)}). Must be a 2-d array of numbers, got {kind}"
         )
     if A.ndim != 2:
         raise ValueError(f"Invalid {name}: must be 2-dimensional, got shape {A.shape}")
@@ -157,27 +159,27 @@ def _bad_value(name, value, row=None) -> Exception:
     """The one-line error for a feature value that is no real number within `MAX_ABS`."""
     where = "" if row is None else f" in row {row}"
     if not isinstance(value, (numbers.Real, np.bool_)):
-        return TypeError(f"Feature {name!r} has non-numeric value {_short(value)}{where}")
+        return TypeError(f"Feature {name!r} has non-numeric value {short_repr(value)}{where}")
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):  # an int or a fraction beyond float range
         number = None
     kind = "non-finite" if number is not None and not math.isfinite(number) else "out-of-range"
-    text = _short(value) if number is None else repr(number)
+    text = short_repr(value) if number is None else repr(number)
     return ValueError(
         f"Feature {name!r} has {kind} value {text}{where} "
         f"(features must be finite, |value| <= {MAX_ABS:g})"
     )
 
 
-def _vector(x: dict, features_index: dict) -> np.ndarray:
+def dict_row(x: dict, features_index: dict) -> np.ndarray:
     """`x` as one row `[d]` in the order of `features_index`, for any dict: a Python loop
     that names the first bad value."""
     row = np.zeros(len(features_index))
     for name, value in x.items():
         # fast path for plain numbers (the ABC isinstance check costs ~1 us per feature); NaN
         # fails both comparisons
-        if type(value) in _PLAIN_NUMBERS and -MAX_ABS <= value <= MAX_ABS:
+        if type(value) in PLAIN_NUMBERS and -MAX_ABS <= value <= MAX_ABS:
             value = float(value)
         else:
             value = _check_value(name, value)
@@ -193,14 +195,14 @@ def _frame_names(X: pd.DataFrame) -> list:
 
     if isinstance(X.columns, pd.MultiIndex):
         raise TypeError(
-            f"Invalid X: its columns are a MultiIndex (first {_short(X.columns.tolist()[0])}); "
+            f"Invalid X: its columns are a MultiIndex (first {short_repr(X.columns.tolist()[0])}); "
             "feature names must be single keys"
         )
     names = X.columns.tolist()
     if len(set(names)) != len(names):  # as dict keys: 1, 1.0 and True are one name
         seen: set = set()
         twice = next(name for name in names if name in seen or seen.add(name))
-        raise ValueError(f"Invalid X: column {_short(twice)} appears more than once")
+        raise ValueError(f"Invalid X: column {short_repr(twice)} appears more than once")
     return names
 
 
@@ -227,7 +229,7 @@ def _frame_values(X: pd.DataFrame, names: list) -> np.ndarray:
                 V[:, p] = [_check_value(name, v, i) for i, v in enumerate(column.tolist())]
             else:  # complex (numpy would drop the imaginary part), dates, strings, categories
                 head = column.iloc[:1].tolist()
-                first = f" (first value {_short(head[0])})" if head else ""
+                first = f" (first value {short_repr(head[0])})" if head else ""
                 raise TypeError(
                     f"Feature {name!r} has non-numeric dtype {dtype}{first}; features must be "
                     "real numbers"
@@ -236,10 +238,10 @@ def _frame_values(X: pd.DataFrame, names: list) -> np.ndarray:
     return V
 
 
-def _check_frame(X: pd.DataFrame, features: list) -> np.ndarray:
+def check_frame(X: pd.DataFrame, features: list) -> np.ndarray:
     """The frame's `features` columns as checked C-contiguous float64 rows (missing ones 0).
     Every column is checked, unseen ones too (as every value of a dict)."""
-    _check_frame_type(X)
+    check_frame_type(X)
     names = _frame_names(X)
     V = _frame_values(X, names)
     if names == features:
@@ -253,7 +255,7 @@ def _check_frame(X: pd.DataFrame, features: list) -> np.ndarray:
     return rows
 
 
-def _frame_labels(X: pd.DataFrame, y) -> list:
+def frame_labels(X: pd.DataFrame, y) -> list:
     """The label of each row of `X` (None: unlabeled): `y` a Series goes with `X` by index
     (as pandas aligns), any other sequence by position."""
     import pandas as pd
@@ -264,7 +266,7 @@ def _frame_labels(X: pd.DataFrame, y) -> list:
         or isinstance(y, (str, bytes, dict, pd.DataFrame))
         or (isinstance(y, np.ndarray) and y.ndim != 1)
     ):
-        what = f"a DataFrame of shape {y.shape}" if isinstance(y, pd.DataFrame) else _short(y)
+        what = f"a DataFrame of shape {y.shape}" if isinstance(y, pd.DataFrame) else short_repr(y)
         raise TypeError(f"Invalid y ({what}). Must be a Series of {n} labels")
     if len(y) != n:
         raise ValueError(f"X has {n} rows but y has {len(y)} labels")
@@ -272,13 +274,13 @@ def _frame_labels(X: pd.DataFrame, y) -> list:
         index = X.index
         if not (index.is_unique and y.index.is_unique and y.index.isin(index).all()):
             lost = index[~index.isin(y.index)].tolist()
-            which = f"row {_short(lost[0])} of X has none" if lost else "duplicates"
+            which = f"row {short_repr(lost[0])} of X has none" if lost else "duplicates"
             raise ValueError(f"Invalid y: its index does not match X's ({which})")
         y = y.reindex(index)
-    return [_label(v) for v in (y.tolist() if hasattr(y, "tolist") else y)]
+    return [as_label(v) for v in (y.tolist() if hasattr(y, "tolist") else y)]
 
 
-def _check_arrays(X: np.ndarray, features: list | None) -> tuple[np.ndarray, list]:
+def check_arrays(X: np.ndarray, features: list | None) -> tuple[np.ndarray, list]:
     """The array paths' input as C-contiguous float64 `[n, d]` with the model's `d` checked
     columns (features `0..d-1` before the first instance), and those feature names."""
     X = _as_matrix(X)
@@ -289,10 +291,10 @@ def _check_arrays(X: np.ndarray, features: list | None) -> tuple[np.ndarray, lis
     return X, features
 
 
-def _check_learn_arrays(X, y, labeled, features: list | None) -> tuple[np.ndarray, list, list]:
+def check_learn_arrays(X, y, labeled, features: list | None) -> tuple[np.ndarray, list, list]:
     """`learn_arrays`' input checked: `X`, its feature names and the `(row, label)` pairs of
     the labeled rows (a missing label, `_is_missing_label`, leaves its row unlabeled)."""
-    X, features = _check_arrays(X, features)
+    X, features = check_arrays(X, features)
     if y is None:
         raise TypeError(f"Invalid y (None). Must be an array of {len(X)} labels")
     y = np.asarray(y)
@@ -314,7 +316,7 @@ def _check_learn_arrays(X, y, labeled, features: list | None) -> tuple[np.ndarra
         keep = keep & ~np.isnat(y)
     index = keep.nonzero()[0]
     if y.dtype == object:  # numbers and strings always hash: only objects need a look
-        labels = [_label(v) for v in y[index].tolist()]
+        labels = [as_label(v) for v in y[index].tolist()]
         return X, features, [(i, v) for i, v in zip(index.tolist(), labels) if v is not None]
     return X, features, list(zip(index.tolist(), y[index].tolist()))
 

@@ -17,17 +17,16 @@ LOSSES = ("ce", "mse")
 __all__ = [
     "LOSSES",
     "PSEUDO_LABELS",
-    "_check_beta_schedule",
-    "_check_bool",
-    "_check_choice",
-    "_check_hidden_sizes",
-    "_check_int",
-    "_check_non_negative",
-    "_check_positive",
-    "_check_probability",
-    "_check_range",
-    "_check_seed",
-    "_is_real",
+    "check_beta_schedule",
+    "check_bool",
+    "check_choice",
+    "check_hidden_sizes",
+    "check_int",
+    "check_non_negative",
+    "check_positive",
+    "check_probability",
+    "check_range",
+    "check_seed",
 ]
 
 
@@ -37,7 +36,7 @@ def _is_real(value) -> bool:
     )
 
 
-def _check_range(name: str, value, low=None, high=None, low_open=False, high_open=False):
+def check_range(name: str, value, low=None, high=None, low_open=False, high_open=False):
     """ValueError naming `value` unless it is a finite real number in the interval given
     (`None`: unbounded on that side; `*_open`: the bound itself is excluded)."""
     ok = _is_real(value)
@@ -53,38 +52,38 @@ def _check_range(name: str, value, low=None, high=None, low_open=False, high_ope
         raise ValueError(f"Invalid {name} ({value!r}). Valid range is {left}{lo}, {hi}{right}")
 
 
-def _check_positive(name: str, value) -> None:
+def check_positive(name: str, value) -> None:
     """A finite real number > 0 (e.g. a learning rate)."""
-    _check_range(name, value, low=0, low_open=True)
+    check_range(name, value, low=0, low_open=True)
 
 
-def _check_non_negative(name: str, value) -> None:
+def check_non_negative(name: str, value) -> None:
     """A finite real number >= 0 (e.g. a loss weight)."""
-    _check_range(name, value, low=0)
+    check_range(name, value, low=0)
 
 
-def _check_probability(name: str, value) -> None:
+def check_probability(name: str, value) -> None:
     """A probability in [0, 1) (dropout, corruption: 1 would drop everything)."""
-    _check_range(name, value, low=0, high=1, high_open=True)
+    check_range(name, value, low=0, high=1, high_open=True)
 
 
-def _check_int(name: str, value, low: int) -> None:
+def check_int(name: str, value, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= {low}")
 
 
-def _check_bool(name: str, value) -> None:
+def check_bool(name: str, value) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"Invalid {name} ({value!r}). Must be True or False")
 
 
-def _check_choice(name: str, value, legal) -> None:
+def check_choice(name: str, value, legal) -> None:
     if not isinstance(value, str) or value not in legal:
         options = ", ".join(repr(v) for v in legal)
         raise ValueError(f"Invalid {name} ({value!r}). Must be one of {options}")
 
 
-def _check_hidden_sizes(hidden_sizes) -> None:
+def check_hidden_sizes(hidden_sizes) -> None:
     if (
         not isinstance(hidden_sizes, (tuple, list))
         or len(hidden_sizes) == 0
@@ -98,7 +97,7 @@ def _check_hidden_sizes(hidden_sizes) -> None:
         )
 
 
-def _check_beta_schedule(schedule) -> None:
+def check_beta_schedule(schedule) -> None:
     if schedule is None:
         return
     if (
@@ -113,6 +112,6 @@ def _check_beta_schedule(schedule) -> None:
         )
 
 
-def _check_seed(seed) -> None:
+def check_seed(seed) -> None:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
         raise ValueError(f"Invalid seed ({seed!r}). Must be an int or None")

@@ -1,9 +1,11 @@
 """The Numba kernels (private): each model's learning step and predictions compiled as one call.
 
-`network` holds what every model shares (the flat parameter layout, activations, the
-recognition pass, the joint predictor), `gradients` their gradients and the optimizers' steps,
-`blas` the matrix products, `replay` the label memory's kernels; `dhbm` (with `dhbm_phases`),
-`sben`, `dhda`, `hsda` and `mlp` each hold one model's update and prediction kernels.
+`network` holds what every model shares (the flat parameter layout's conventions, activations,
+the recognition pass, the joint predictor), `parameters` the layout's Python side (the offsets
+table, the first weights, regrowth for a new class), `gradients` the gradients and the
+optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels; `dhbm`
+(with `dhbm_phases`), `sben`, `dhda`, `hsda` and `mlp` each hold one model's update and
+prediction kernels.
 `first_use` says, once, when a model's kernels must be compiled; `build` chooses between
 native and plain code and where the compiled kernels are cached.
 """
@@ -20,6 +22,7 @@ with caching_here():  # every kernel is defined here, so every one caches where 
         hsda,
         mlp,
         network,
+        parameters,
         replay,
         sben,
     )

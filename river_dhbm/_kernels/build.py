@@ -22,7 +22,13 @@ import hashlib
 import os
 import pathlib
 
-__all__ = ["INNER", "NATIVE", "cache_dir", "caching_here", "kernels_dir"]
+__all__ = ["INNER", "JIT", "NATIVE", "cache_dir", "caching_here", "kernels_dir"]
+
+#: Options of most kernels (the MLP's and the autoencoders' take `cache=True` alone), cached on
+#: disk. error_model="numpy": float division without Python's zero check, so loops vectorise;
+#: "contract": fused multiply-add. No reassociation: `network.exp`'s argument reduction relies
+#: on the order of its operations.
+JIT = dict(cache=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
 #: Options of the kernels only other kernels call: no Python or C entry point to compile (a
 #: fifth of a model's first use). Tests call them through `tests/kernel_calls.py`.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm._kernels.build import INNER
+from river_dhbm._kernels.build import INNER, JIT
 
 from river_dhbm._kernels.dhbm_phases import (
     add_phase,
@@ -27,7 +27,6 @@ from river_dhbm._kernels.gradients import (
     subset_weights,
 )
 from river_dhbm._kernels.network import (
-    _JIT,
     COL_R,
     COL_RB,
     activate,
@@ -57,9 +56,9 @@ SAP = 1
 #: The work arrays `dhbm_update` and `dhbm_test_then_train` take, in their order (`alloc_work`).
 WORK = ("act", "mu", "neg", "delta", "zbuf", "xrec", "P", "T", "Y", "wrow", "wdisc", "mirror")
 
-#: `_JIT` for a body inlined into its callers in Numba's IR (no compiled library of its own;
+#: `JIT` for a body inlined into its callers in Numba's IR (no compiled library of its own;
 #: branches on the constants its callers pass are pruned there).
-_INLINE = dict(_JIT, inline="always")
+_INLINE = dict(JIT, inline="always")
 
 
 def alloc_work(n: int, sizes, hcum, n_classes: int, n_particles: int, dtype,
@@ -82,14 +81,14 @@ def alloc_work(n: int, sizes, hcum, n_classes: int, n_particles: int, dtype,
 
 def _update_kernel(estimator: int):
     """The DHBM's update kernel (`dhbm_update`) for the likelihood-gradient `estimator` (MF or
-    SAP). The steps' loop is written here and `_update_body` is inlined into it in Numba's IR,
+    SAP). The steps' loop is written here and `update_body` is inlined into it in Numba's IR,
     where the constant estimator prunes the other estimator's branch before it is typed (the
     mean-field kernel never compiles `sap_sweep`): one level of inlining, whose copy of the
     body costs a fraction of a second of the first use per level. (Numba keys the cached
     kernels of a closure on its closure's values too: the two kernels never share a cache
     entry.)"""
 
-    @njit(**_JIT)
+    @njit(**JIT)
     def dhbm_update(X, y, net, optimiser, settings, mask, particles, work, steps, n_batch,
                     first_pred):
         """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in
@@ -103,8 +102,8 @@ def _update_kernel(estimator: int):
           shows each row once, and fresh memory rows at every step keep the extra steps from
           fitting one small batch's noise. `y` int64 class indices (-1 unlabeled);
         - `net = (theta, off, sizes, hcum, n_classes, kind)`: the flat parameters, their
-          layout (`network.param_layout`, `network.hidden_offsets`), the class count and the
-          hidden units' kind;
+          layout (`parameters.param_layout`, `parameters.hidden_offsets`), the class count
+          and the hidden units' kind;
         - `optimiser = (grad, moments, step)`: the gradient buffer (zero on entry and exit),
           Adam's moments (flat `[2 * theta.size]`; empty: plain gradient steps) and Adam's
           update number of the first step (`>= 1`; step `s` is `step + s`);
@@ -159,13 +158,13 @@ def _update_kernel(estimator: int):
                      noise_v[s * vs : (s + 1) * vs])
             gate = confidence if s == 0 else NO_PROXY_LABELS
             if estimator == MF:  # a constant: one call is left, and inlined
-                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, MF, mf_steps, lr,
-                             alpha, beta, gate, disc_weight, hard, mask, drawn, work,
-                             moments, step + s)
+                update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, MF, mf_steps, lr,
+                            alpha, beta, gate, disc_weight, hard, mask, drawn, work,
+                            moments, step + s)
             else:
-                _update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, SAP, mf_steps, lr,
-                             alpha, beta, gate, disc_weight, hard, mask, drawn, work,
-                             moments, step + s)
+                update_body(xs, ys, theta, grad, off, sizes, hcum, C, kind, SAP, mf_steps, lr,
+                            alpha, beta, gate, disc_weight, hard, mask, drawn, work,
+                            moments, step + s)
             if s == 0:
                 _first_predictions(P, C, n, first_pred)
                 for r in range(n):
@@ -184,7 +183,7 @@ dhbm_update_sap = _update_kernel(SAP)
 UPDATE_KERNELS = {MF: dhbm_update_mf, SAP: dhbm_update_sap}
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def _first_predictions(P, C, n, first_pred):
     """`first_pred[r]` = the first largest of `P`'s flat row `r`, for the first `n` rows
     (none when `first_pred` is empty or there is no class yet)."""
@@ -195,8 +194,8 @@ def _first_predictions(P, C, n, first_pred):
 
 
 @njit(**_INLINE)
-def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
-                 alpha, beta, confidence, disc_weight, hard, mask, particles, work, moments, step):
+def update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator, mf_steps, lr,
+                alpha, beta, confidence, disc_weight, hard, mask, particles, work, moments, step):
     """`dhbm_update`'s body, inlined into each entry kernel in Numba's IR: there a constant
     `estimator` prunes the other estimator's branch before it is typed or compiled. The
     particles and work arrays come as two tuples: Python passes a call of more than 30
@@ -282,7 +281,7 @@ def _update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator
             grad[i] = 0.0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings, particles,
                          work, memory, first_pred):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
@@ -331,7 +330,7 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
             predicted[b * n + r] = first_pred[r]
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def adam_step(theta, grad, moments, lr, step):
     """Adam (Kingma & Ba, 2015; `gradients.adam_direction`) on the flat buffer: `theta -= lr *
     direction`, then zero `grad`. `moments [2 * size]`: first moments, then second moments."""
@@ -339,7 +338,7 @@ def adam_step(theta, grad, moments, lr, step):
     sgd_step(theta, grad, lr)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
     """`p(y | x)` `[n, C]` into `P`: the recognition pass (activities scaled by the dropout
     keep probability `scale`) into `act` (flat `>= n * hcum[L]`), then the joint predictor."""
@@ -349,7 +348,7 @@ def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
     """`dhbm_proba` of ONE row `X [1, D]` into `P [1, C]`, in
     plain loops: for one row the calls into BLAS and the views cost several times the

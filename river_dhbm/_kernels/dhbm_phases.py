@@ -8,12 +8,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm._kernels.build import INNER
+from river_dhbm._kernels.build import INNER, JIT
 
 from river_dhbm._kernels.blas import gemm
 from river_dhbm._kernels.gradients import mean_field_input
 from river_dhbm._kernels.network import (
-    _JIT,
     BOUNDED_RELU,
     COL_B,
     COL_W,
@@ -30,7 +29,7 @@ from river_dhbm._kernels.network import (
 )
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def add_outer(A, B, w, scale, out):
     """`out [P, H] += scale * sum_r w[r] A[r]^T B[r]` for `A [n, P]`, `B [n, H]`, `w [n]`."""
     n, P = A.shape
@@ -42,7 +41,7 @@ def add_outer(A, B, w, scale, out):
     gemm(Aw, B, out, 1.0, 1.0, True, False)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def add_rows(A, w, scale, out):
     """`out [H] += scale * sum_r w[r] A[r]` for `A [n, H]`."""
     n, H = A.shape
@@ -53,7 +52,7 @@ def add_rows(A, w, scale, out):
                 out[j] += a * A[r, j]
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def mean_field_sweep(X, mu, T, theta, theta_t, off, sizes, hcum, n_classes, kind, mask, scale,
                      zbuf):
     """One bottom-up (Gauss-Seidel) sweep of the hidden mean-field equations, in place.
@@ -83,7 +82,7 @@ def mean_field_sweep(X, mu, T, theta, theta_t, off, sizes, hcum, n_classes, kind
                 out[r, j] = a
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def reconstruct(H1, theta, theta_t, off, sizes, xrec):
     """Visible mean-field `xrec [n, D] = sigmoid(h^1 W^1^T + c)` (visible units are logistic;
     `theta_t` the transposed mirror of `theta` or empty)."""
@@ -99,7 +98,7 @@ def reconstruct(H1, theta, theta_t, off, sizes, xrec):
             xrec[r, i] = sigmoid(xrec[r, i])
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
     """Add `scale * sum_r w[r] * stats` of one phase to `grad`: `v^{l-1}^T h^l` to `W^l`,
     `h^l` to `b^l`, `h^l^T y` to `U^l`, `v^0` to `c`, `y` to `d`. `V0 [n, D]`, `H` flat;
@@ -125,7 +124,7 @@ def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
         add_rows(Y, w, scale, borrow(grad, off[L, 1], (n_classes,)))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def sap_sweep(part_x, part_h, part_y, part_mask, noise_h, noise_v, wneg, theta, theta_t, grad,
               off, sizes, hcum, n_classes, kind, zbuf):
     """Advance the `M` persistent particles by one block Gibbs sweep and subtract their

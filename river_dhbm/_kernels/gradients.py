@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from river_dhbm._kernels.build import INNER
+from river_dhbm._kernels.build import INNER, JIT
 
 from river_dhbm._kernels.blas import gemm
 from river_dhbm._kernels.network import (
-    _JIT,
     COL_B,
     COL_U,
     COL_W,
@@ -29,7 +28,7 @@ from river_dhbm._kernels.network import (
 )
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
     """Local pre-activation gradient of the recognition objective, added into `delta`.
 
@@ -57,7 +56,7 @@ def kl_delta(act, mu, n, hcum, wrow, kind, mask, delta):
                 delta[idx] += w * g
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def discriminative_delta(act, n, P, T, wrow, theta, theta_t, off, sizes, hcum, n_classes, kind,
                          mask, delta, grad):
     """Gradient of `sum_r wrow[r] * (-sum_k T[r, k] log P[r, k])`, `P` the joint predictor.
@@ -95,7 +94,7 @@ def discriminative_delta(act, n, P, T, wrow, theta, theta_t, off, sizes, hcum, n
                 Dl[r, j] += g
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, wcol, bcol, doubled, kind, mask,
                  grad):
     """Back-propagate pre-activation deltas through the network of `forward_net` (same
@@ -135,7 +134,7 @@ def net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, wcol, bcol, do
                     Db[r, i] += g
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def adam_direction(grad, moments, step):
     """Replace `grad` by Adam's step direction (Kingma & Ba, 2015; beta1 0.9, beta2 0.999, eps
     1e-8), the bias-corrected `m / (sqrt(v) + eps)` of update number `step >= 1`, updating the
@@ -160,7 +159,7 @@ def adam_direction(grad, moments, step):
         grad[i] = scale * m / (np.sqrt(v) + eps_hat)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def sgd_step(theta, grad, lr):
     """`theta -= lr * grad`, then zero `grad`."""
     for i in range(theta.shape[0]):
@@ -168,7 +167,7 @@ def sgd_step(theta, grad, lr):
         grad[i] = 0.0
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def mean_field_input(below, above, T, theta, theta_t, off, sizes, l, n_classes, z):
     """Pre-activation of hidden layer `l` in the joint model (paper eqs. 3-4, with biases):
     `z [n, H_l] = below @ W^l + above @ (W^{l+1})^T + T @ (U^l)^T + b^l`.
@@ -191,7 +190,7 @@ def mean_field_input(below, above, T, theta, theta_t, off, sizes, l, n_classes, 
             z[r, j] += b[j]
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def subset_weights(y, n, alpha, beta, wrow):
     """Row weights that average each subset's gradient over its own rows: `alpha / n_lab` for
     the labeled rows (`y >= 0`) among the first `n`, `beta / n_unlab` for the others, into
@@ -205,7 +204,7 @@ def subset_weights(y, n, alpha, beta, wrow):
         wrow[r] = alpha / n_lab if y[r] >= 0 else beta / n_unlab
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def label_targets(y, P, n, n_classes, hard, T):
     """Targets `T [n, C]` of the first `n` rows: one-hot for the labeled rows (`y >= 0`); for
     the unlabeled ones the prediction `P` itself, or (`hard`) its first largest class one-hot."""

@@ -28,7 +28,7 @@ from river_dhbm._kernels.replay import step_rows
 
 # --------------------------------------------------------------------------- HSDA
 # The layer-wise predecessor: layer l is a one-hidden-layer hybrid DAE of its own, laid out by
-# `kernels.param_layout((H_{l-1}, H_l), C)` (encoder/decoder W, encoder bias b, predictor U,
+# `parameters.param_layout((H_{l-1}, H_l), C)` (encoder/decoder W, encoder bias b, predictor U,
 # decoder bias c, predictor bias d; its recognition columns unused) at `theta[bases[l]:]`,
 # with offsets table `offs[l]`.
 

@@ -1,22 +1,23 @@
-"""Numba kernels shared by the hybrid models: activations, the flat parameter layout, the
-bottom-up (recognition / encoder) network, the joint predictor and their gradients.
+"""Numba kernels shared by the models: the flat parameter layout's conventions, views into it,
+activations, the bottom-up (recognition / encoder) network and the joint predictor.
 
 Conventions used by every function here:
 
 - `sizes` int64 `[L + 1]` holds `(D, H_1, ..., H_L)`; layer index `l = 0..L-1` in code is the
   paper's layer `l + 1`.
 - All parameters live in ONE flat float64 buffer `theta`, addressed by the int64 table
-  `off = param_layout(sizes, n_classes)` of shape `[L + 1, 5]`: for `l < L`, `off[l, COL_W]`
-  is the start of `W^l` stored `[H_{l-1}, H_l]` (fan-in by fan-out, so the bottom-up product
-  is `v^{l-1} @ W^l`), `COL_B` the hidden bias `b^l [H_l]`, `COL_U` the label weights
-  `U^l [H_l, C]`, `COL_R` the recognition weights `R^l [H_{l-1}, H_l]`, `COL_RB` the
-  recognition bias `r^l [H_l]`; the last row holds the visible bias `c [D]` at
+  `off = parameters.param_layout(sizes, n_classes)` of shape `[L + 1, 5]`: for `l < L`,
+  `off[l, COL_W]` is the start of `W^l` stored `[H_{l-1}, H_l]` (fan-in by fan-out, so the
+  bottom-up product is `v^{l-1} @ W^l`), `COL_B` the hidden bias `b^l [H_l]`, `COL_U` the
+  label weights `U^l [H_l, C]`, `COL_R` the recognition weights `R^l [H_{l-1}, H_l]`, `COL_RB`
+  the recognition bias `r^l [H_l]`; the last row holds the visible bias `c [D]` at
   `off[L, 0]`, the class bias `d [C]` at `off[L, 1]`, and the buffer length at `off[L, 2]`.
   A gradient buffer has the same layout.
 - Activities of all hidden layers of an `n`-row batch live in one flat buffer `act`: layer
   `l` is the C-contiguous block `act[n * hcum[l] : n * hcum[l + 1]]` viewed `[n, H_l]`,
-  with `hcum = hidden_offsets(sizes)`. Dropout masks (`mask`), targets of the KL (`mu`) and
-  back-propagated deltas (`delta`) share that layout; an empty `mask` means no dropout.
+  with `hcum = parameters.hidden_offsets(sizes)`. Dropout masks (`mask`), targets of the KL
+  (`mu`) and back-propagated deltas (`delta`) share that layout; an empty `mask` means no
+  dropout.
 - `kind` selects the latent non-linearity: `SIGMOID` (0), `RELU` (1, the MLP's "relu") or
   `BOUNDED_RELU` (2, `min(max(z, 0), 1)`, the "relu" of the hybrid models).
 - The kernels are cached on disk in a directory named after every kernel module's source
@@ -26,20 +27,13 @@ Conventions used by every function here:
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from numba import carray, njit, types
 from numba.core import errors
 from numba.extending import intrinsic
 
 from river_dhbm._kernels.blas import gemm
-from river_dhbm._kernels.build import INNER, NATIVE
-
-# error_model="numpy": float division without Python's zero check, so loops vectorise;
-# "contract": fused multiply-add. No reassociation: `exp`'s argument reduction relies on the
-# order of its operations.
-_JIT = dict(cache=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
+from river_dhbm._kernels.build import INNER, JIT, NATIVE
 
 #: The models' `dtype` options: the precision of the parameters and every kernel's arrays
 #: (each kernel follows the dtype of its arrays; `blas.gemm` calls `dgemm` or `sgemm`).
@@ -62,155 +56,6 @@ COL_W, COL_B, COL_U, COL_R, COL_RB = 0, 1, 2, 3, 4
 MIRROR_MAX_WIDTH = 255
 
 
-# --------------------------------------------------------------------------- layout (Python)
-
-
-def param_layout(sizes, n_classes: int) -> np.ndarray:
-    """Offsets table `[L + 1, 5]` int64 of the flat parameter buffer (see module docstring)."""
-    return _layout(tuple(int(s) for s in sizes), int(n_classes)).copy()
-
-
-@functools.lru_cache(maxsize=256)
-def _layout(sizes: tuple, n_classes: int) -> np.ndarray:
-    """`param_layout`, cached (every new class of a stream asks for two of them)."""
-    L = len(sizes) - 1
-    off = np.full((L + 1, 5), -1, dtype=np.int64)
-    pos = 0
-    for l in range(L):
-        fan_in, fan_out = sizes[l], sizes[l + 1]
-        for col, size in (
-            (COL_W, fan_in * fan_out),
-            (COL_B, fan_out),
-            (COL_U, fan_out * n_classes),
-            (COL_R, fan_in * fan_out),
-            (COL_RB, fan_out),
-        ):
-            off[l, col] = pos
-            pos += size
-    off[L, 0] = pos
-    pos += sizes[0]
-    off[L, 1] = pos
-    pos += n_classes
-    off[L, 2] = pos
-    off.flags.writeable = False
-    return off
-
-
-#: `init` of the hybrids: how `init_weights` draws the first layer (`first_layer_init`).
-INITS = ("centred", "glorot")
-#: `optimizer` of every model that has one.
-OPTIMIZERS = ("sgd", "adam")
-
-
-def adam_moments(theta: np.ndarray, optimizer: str) -> np.ndarray:
-    """Adam's moments for `theta` (`[2 * theta.size]` zeros, first then second), or an empty
-    array for plain gradient steps: the kernels take an Adam step when it is not empty."""
-    return np.zeros(2 * theta.size if optimizer == "adam" else 0, theta.dtype)
-
-
-def centred_biases(W: np.ndarray, rng) -> np.ndarray:
-    """Biases `[fan_out]` that put each unit's hyperplane of `W [fan_in, fan_out]` through a
-    point drawn uniformly in the input box `[0, 1]^fan_in`."""
-    points = rng.random((W.shape[1], W.shape[0]))
-    return -np.einsum("jd,dj->j", points, W)
-
-
-#: Under `init="centred"`, a one-layer network's first-layer weights relative to Glorot's
-#: bound: inputs in [0, 1] spread about a third as far as the unit-variance inputs Glorot's
-#: bound is made for, and units this steep cut the data from the first row on (Bananas' two
-#: inputs, MNIST's images).
-INIT_SCALE = 3.0
-
-
-def centred_scale(depth: int) -> float:
-    """The first layer's factor on Glorot's bound under `init="centred"` in a stack of `depth`
-    bounded layers: `INIT_SCALE / depth`. Each clipped layer feeds the next one near-binary
-    activities, so steepness compounds up a stack: four steep layers of 24 left most units
-    clipped for most rows (no gradient) and ended far above the Bayes error on LED. The deep
-    stack's first layer starts as much gentler as its Adam step is smaller (`DHBM`)."""
-    return INIT_SCALE / depth
-
-
-def first_layer_init(init: str, depth: int) -> dict:
-    """`init_weights`' first-layer options for a model's `init` setting and depth."""
-    return {"first_scale": centred_scale(depth), "centred": True} if init == "centred" else {}
-
-
-def init_weights(theta, off, sizes, rng, upper_scale: float = 1.0, first_scale: float = 1.0,
-                 centred: bool = False) -> None:
-    """Glorot-uniform `W^l` in `+-sqrt(6 / (H_{l-1} + H_l))` (times `upper_scale` above the first
-    layer, `first_scale` for the first), each copied into the recognition weights `R^l`; drawn
-    layer by layer from `rng`. With `centred`, each first-layer unit's bias puts its hyperplane
-    through a point drawn uniformly in the input box `[0, 1]^D` (drawn after the weights), so
-    that the units cut the inputs' range instead of all passing through its corner 0."""
-    for l in range(len(sizes) - 1):
-        fan_in, fan_out = sizes[l], sizes[l + 1]
-        bound = np.sqrt(6.0 / (fan_in + fan_out))
-        W = rng.uniform(-bound, bound, fan_in * fan_out)
-        W *= upper_scale if l > 0 else first_scale
-        for col in (COL_W, COL_R):
-            theta[off[l, col] : off[l, col] + W.size] = W
-        if l == 0 and centred:
-            bias = centred_biases(W.reshape(fan_in, fan_out), rng)
-            for col in (COL_B, COL_RB):
-                theta[off[l, col] : off[l, col] + fan_out] = bias
-
-
-def regrow_moments(moments: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarray:
-    """Adam's `moments [2 * size]` (first, then second moments) regrown together as
-    `regrow_classes` regrows the parameters (the new class's moments 0); empty stays empty."""
-    if moments.size == 0:
-        return moments
-    halves = regrow_classes(moments.reshape(2, -1), sizes, n_old, n_new)
-    return halves.ravel().astype(moments.dtype, copy=False)
-
-
-def hidden_offsets(sizes) -> np.ndarray:
-    """Cumulative hidden sizes `[L + 1]` int64: `(0, H_1, H_1 + H_2, ...)`."""
-    return np.concatenate([[0], np.cumsum(np.asarray(sizes[1:], dtype=np.int64))]).astype(np.int64)
-
-
-def regrow_classes(theta: np.ndarray, sizes, n_old: int, n_new: int) -> np.ndarray:
-    """A buffer for `n_new` classes holding the values of `theta` (laid out for `n_old`);
-    new label-weight columns and class biases are 0. `theta` may also be a stack `[k, size]`
-    of such buffers (e.g. Adam's two moments), regrown together."""
-    index, size = _regrow_index(tuple(int(s) for s in sizes), n_old, n_new)
-    rows = np.ascontiguousarray(theta, dtype=np.float64).reshape(-1, theta.shape[-1])
-    out = np.zeros((rows.shape[0], size))
-    _scatter_columns(rows, index, out)
-    return out.reshape(theta.shape[:-1] + (size,))
-
-
-@njit(**_JIT)
-def _scatter_columns(src, index, out):
-    """`out[:, index] = src` as a plain loop (numpy's fancy assignment is ~10x slower)."""
-    for k in range(src.shape[0]):
-        for i in range(index.shape[0]):
-            out[k, index[i]] = src[k, i]
-
-
-@functools.lru_cache(maxsize=64)
-def _regrow_index(sizes: tuple, n_old: int, n_new: int) -> tuple[np.ndarray, int]:
-    """Where each entry of a buffer laid out for `n_old` classes goes in one laid out for
-    `n_new`, and the new length. Cached: a model regrows its parameters and both Adam
-    moments with the same map, and every new class of a stream needs one."""
-    old, new = param_layout(sizes, n_old), param_layout(sizes, n_new)
-    index = np.empty(old[-1, 2], dtype=np.int64)
-    L = len(sizes) - 1
-    for l in range(L):
-        for col in (COL_W, COL_B, COL_R, COL_RB):
-            size = sizes[l + 1] * (sizes[l] if col in (COL_W, COL_R) else 1)
-            index[old[l, col] : old[l, col] + size] = np.arange(new[l, col], new[l, col] + size)
-        rows, cols = np.arange(sizes[l + 1])[:, None], np.arange(n_old)[None, :]
-        index[old[l, COL_U] : old[l, COL_U] + sizes[l + 1] * n_old] = (
-            new[l, COL_U] + rows * n_new + cols
-        ).ravel()
-    index[old[L, 0] : old[L, 0] + sizes[0]] = np.arange(new[L, 0], new[L, 0] + sizes[0])
-    index[old[L, 1] : old[L, 1] + n_old] = np.arange(new[L, 1], new[L, 1] + n_old)
-    index.flags.writeable = False
-    return index, int(new[-1, 2])
-
-
 # --------------------------------------------------------------------------- views
 
 
@@ -230,7 +75,7 @@ def _address(typingctx, arr, start):
 
 if NATIVE:
 
-    @njit(**_JIT, **INNER)
+    @njit(**JIT, **INNER)
     def borrow(a, start, shape):
         """C-contiguous view `shape` of the contiguous `a` from element `start` on, WITHOUT a
         reference to `a`'s memory: valid only while `a` is alive, so it must never leave the
@@ -242,7 +87,7 @@ if NATIVE:
 
 else:
 
-    @njit(**_JIT, **INNER)
+    @njit(**JIT, **INNER)
     def borrow(a, start, shape):
         """`borrow` with Numba's public slicing (`build.NATIVE` is off): a counted view."""
         size = 1
@@ -251,7 +96,7 @@ else:
         return a.reshape(a.size)[start : start + size].reshape(shape)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def borrowed(a):
     """All of the writable C-contiguous `a` as a borrowed view (see `borrow`). A kernel that
     rebinds its buffers to these at its top passes them to every helper and product without
@@ -260,26 +105,26 @@ def borrowed(a):
     return borrow(a, 0, a.shape)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def matrix(theta, off, sizes, l, col):
     """View `[H_{l-1}, H_l]` (`col` = COL_W or COL_R) or `[H_l, C]` (COL_U needs `C` via
     `label_weights`) of layer `l` of `theta`."""
     return borrow(theta, off[l, col], (sizes[l], sizes[l + 1]))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def vector(theta, off, sizes, l, col):
     """View `[H_l]` of the bias `col` (COL_B or COL_RB) of layer `l`."""
     return borrow(theta, off[l, col], (sizes[l + 1],))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def label_weights(theta, off, sizes, l, n_classes):
     """View `[H_l, C]` of `U^l`."""
     return borrow(theta, off[l, COL_U], (sizes[l + 1], n_classes))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def widest(sizes):
     """The largest of `sizes` (a loop: `np.max` compiles its reductions, which lengthens a
     model's first use, docs/benchmarks.md)."""
@@ -289,13 +134,13 @@ def widest(sizes):
     return top
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def layer(act, hcum, n, l):
     """View `[n, H_l]` of layer `l` in a flat activity buffer of an `n`-row batch."""
     return borrow(act, n * hcum[l], (n, hcum[l + 1] - hcum[l]))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def first_largest(v):
     """The index of the first largest value of the 1-d `v` (`np.argmax` for finite values;
     a loop, because `np.argmax` compiles NumPy's reductions, which lengthens a model's first
@@ -326,7 +171,7 @@ def _bits_as_float(typingctx, bits):
     return sig, codegen
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def exp(x):
     """`e^x` within about 1 ulp of libm for `x` in [-708, 709] (clamped outside), written in
     plain arithmetic so that loops calling it vectorise (libm's `exp` does not): `x = k ln 2
@@ -351,7 +196,7 @@ def exp(x):
     return p * _bits_as_float((np.int64(kf) + 1023) << 52)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def activate(z, kind):
     """`phi(z)` for a scalar: logistic sigmoid, ReLU `max(0, z)`, or bounded ReLU
     `min(max(0, z), 1)` (the hybrid models' "relu": linear in between, like the sigmoid's
@@ -363,7 +208,7 @@ def activate(z, kind):
     return 1.0 / (1.0 + exp(-z))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def derivative(a, kind):
     """`phi'(z)` from the output `a = phi(z)`: `a (1 - a)`, `1[a > 0]` or `1[0 < a < 1]`."""
     if kind == RELU:
@@ -373,13 +218,13 @@ def derivative(a, kind):
     return a * (1.0 - a)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def sigmoid(z):
     """Logistic sigmoid of a scalar."""
     return 1.0 / (1.0 + exp(-z))
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def softmax_rows(Z):
     """Row-wise softmax of `Z [n, C]`, in place (max-shifted); nothing when `C == 0`."""
     n, C = Z.shape
@@ -401,13 +246,13 @@ def softmax_rows(Z):
 # --------------------------------------------------------------------------- forward
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def affine(below, M, out, k):
     """`out [n, H] = k * below [n, P] @ M [P, H]` (overwrites `out`)."""
     gemm(below, M, out, k, 0.0, False, False)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def times_transposed(A, theta, theta_t, start, rows, cols, out, beta):
     """`out = A @ M^T + beta * out` for the weight block `M [rows, cols]` of `theta` at
     `start` (the top-down terms and back-propagation). With a transposed mirror `theta_t`
@@ -421,7 +266,7 @@ def times_transposed(A, theta, theta_t, start, rows, cols, out, beta):
         gemm(A, borrow(theta, start, (rows, cols)), out, 1.0, beta, False, True)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def transpose_block(theta, start, rows, cols, theta_t):
     """`theta_t`'s block at `start`, viewed `[cols, rows]`, becomes the transpose of `theta`'s,
     viewed `[rows, cols]` (written in order: contiguous stores)."""
@@ -432,7 +277,7 @@ def transpose_block(theta, start, rows, cols, theta_t):
             T[j, i] = M[i, j]
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def transpose_weights(theta, off, sizes, n_classes, theta_t):
     """Fill the transposed mirror `theta_t` (a buffer of `theta`'s length and layout): the
     blocks of `W^l` and `U^l`, and of `R^l` for `l >= 1`, hold their transposes (`[H_l,
@@ -448,7 +293,7 @@ def transpose_weights(theta, off, sizes, n_classes, theta_t):
             transpose_block(theta, off[l, COL_R], P, H, theta_t)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, scale, act):
     """Bottom-up pass `v^0 = X`, `v^l = scale * mask^l * phi(k_l v^{l-1} M^l + m^l)`.
 
@@ -480,7 +325,7 @@ def forward_net(X, theta, off, sizes, hcum, wcol, bcol, doubled, kind, mask, sca
                 out[r, j] = a * scale
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
     """`Z [n, C] = sum_l v^l @ U^l + d` (overwrites `Z`)."""
     L = sizes.shape[0] - 1
@@ -493,7 +338,7 @@ def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
              False, False)
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def joint_proba(act, n, theta, off, sizes, hcum, n_classes, P):
     """The joint predictor `P [n, C] = softmax(sum_l v^l @ U^l + d)` (paper eq. 6)."""
     joint_logits(act, n, theta, off, sizes, hcum, n_classes, P)

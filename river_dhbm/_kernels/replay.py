@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from numba import njit
 
-from river_dhbm._kernels.build import INNER
+from river_dhbm._kernels.build import INNER, JIT
 
-from river_dhbm._kernels.network import _JIT
 
 #: The confidence that turns no unlabeled row into a proxy label: above 1, which no predicted
 #: probability reaches (`confident_labels`).
 NO_PROXY_LABELS = 2.0
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def _copy_row(src, i, dst, j):
     """`dst[j] = src[i]` in a loop (a slice assignment compiles its error paths too: seconds
     of a model's first use)."""
@@ -25,7 +24,7 @@ def _copy_row(src, i, dst, j):
         dst[j, c] = src[i, c]
 
 
-@njit(**_JIT, **INNER)
+@njit(**JIT, **INNER)
 def step_rows(X, y, n, s, steps, xs, ys):
     """The rows step `s` of an update learns, into `xs [n + R, d]` and `ys [n + R]`: the
     mini-batch (the first `n` rows of `X, y`), then its own `R` replayed rows
@@ -40,7 +39,7 @@ def step_rows(X, y, n, s, steps, xs, ys):
     return n + R
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def memory_push(mem_X, mem_y, state, X, codes, n):
     """Store the labeled rows (`codes >= 0`) among the first `n` rows of `X` in the ring."""
     size = mem_y.shape[0]
@@ -56,7 +55,7 @@ def memory_push(mem_X, mem_y, state, X, codes, n):
                 state[0] += 1
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def memory_replay(mem_X, mem_y, state, X, codes, n, u, out_X, out_codes):
     """The first `n` rows of `(X, codes)` followed by one stored row per uniform in `u` (each
     row `int(u * rows stored)`), into `out_X`, `out_codes`; returns the row count (`n` when the
@@ -74,7 +73,7 @@ def memory_replay(mem_X, mem_y, state, X, codes, n, u, out_X, out_codes):
     return n + u.shape[0]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def confident_labels(codes, P, n, confidence):
     """Give each unlabeled row among the first `n` whose largest probability in `P` reaches
     `confidence` its predicted class (the first largest), in place; returns how many."""
