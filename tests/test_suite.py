@@ -166,3 +166,25 @@ def test_worth_table_pairs_each_model_with_its_ablation_seed_by_seed():
                         "trust 1.00 |")
     assert len(lines) == 4  # neither the ablation nor River's KNN gets a row
     assert worth_markdown(pd.DataFrame([r for r in rows if "labeled-only" not in r["model"]])) == ""
+
+
+def test_variants_table_gives_what_each_setting_is_worth():
+    import pandas as pd
+
+    from evaluation.experiments.suite_report import variants_markdown
+
+    rows = []
+    for stream, seed, default, steps1, ablation in [("led", 0, 0.70, 0.60, 0.69),
+                                                    ("led", 1, 0.72, 0.64, 0.70),
+                                                    ("sea", 0, 0.80, 0.81, 0.79),
+                                                    ("sea", 1, 0.80, 0.79, 0.80)]:
+        for model, accuracy in (("dhbm-mf", default), ("dhbm-mf:steps=1", steps1),
+                                ("dhbm-mf/labeled-only", ablation), ("KNN", 0.5)):
+            rows.append(dict(stream=stream, label_ratio=0.1, model=model, seed=seed,
+                             accuracy=accuracy))
+    lines = variants_markdown(pd.DataFrame(rows)).splitlines()
+    # steps=1: led gains +0.09, sea +0.00 -> mean +0.045, sea is where the variant does best
+    assert lines[2] == "| `dhbm-mf:steps=1` | +0.045 (sea +0.000) |"
+    assert lines[3] == "| `dhbm-mf/labeled-only` | +0.010 (sea +0.005) |"
+    assert len(lines) == 4  # River's KNN is nobody's variant
+    assert variants_markdown(pd.DataFrame([r for r in rows if r["model"] != "dhbm-mf"])) == ""

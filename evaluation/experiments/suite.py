@@ -54,7 +54,7 @@ from ..runs.arguments import floats, names, positive_int
 from ..runs.files import atomic_write_all, check_writable, result_jobs
 from ..runs.warmup import announce
 from ..runs.workers import counting, process_pool
-from .suite_report import mean_and_error, plot, table_markdown, worth_markdown
+from .suite_report import mean_and_error, plot, table_markdown, variants_markdown, worth_markdown
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
            "mean_and_error", "run", "run_one"]
@@ -418,6 +418,11 @@ def _run_and_write(args) -> None:
         table += ("\nWhat unlabeled rows are worth: accuracy minus the labeled-only ablation's, "
                   f"mean (range) over {seeds} seeds, and `unlabeled_trust` at the end.\n\n"
                   + worth)
+    variants = variants_markdown(runs)
+    if variants:
+        table += ("\nWhat each setting is worth: the default's accuracy minus the variant's, "
+                  "seed by seed, averaged over the streams (in brackets the stream where the "
+                  "variant does best).\n\n" + variants)
     text = ("Prequential accuracy over the whole stream (dict API, per-row label mask), mean ± "
             f"standard error over {seeds} seeds ({first}-{first + seeds - 1}).\n\n" + table)
     out = check_writable(args.out)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..runs import registry
 
-__all__ = ["mean_and_error", "plot", "table_markdown", "worth_markdown"]
+__all__ = ["mean_and_error", "plot", "table_markdown", "variants_markdown", "worth_markdown"]
 
 
 def table_markdown(runs) -> str:
@@ -127,3 +127,43 @@ def plot(runs, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
+
+
+def variants_markdown(runs) -> str:
+    """What each setting is worth: for each variant of one of our models (`dhbm-mf:steps=1`,
+    `dhbm-mf/labeled-only`) run beside that model at its defaults (`dhbm-mf`), the default's
+    accuracy minus the variant's, seed by seed, averaged over seeds and streams, with the
+    stream where the variant does best in brackets; a row per variant, a column per label
+    ratio. Empty when no variant ran beside its default."""
+    runs = runs.dropna(subset=["accuracy"])
+    names = list(dict.fromkeys(runs["model"]))
+    pairs = {m: _default_of(m) for m in names if _default_of(m) in names and _default_of(m) != m}
+    if not pairs:
+        return ""
+    key = ["stream", "label_ratio", "seed"]
+    ratios = sorted(set(runs["label_ratio"]), reverse=True)
+    lines = ["| variant of the default | " + " | ".join(f"{100 * r:g} % labels" for r in ratios)
+             + " |", "|---|" + "---:|" * len(ratios)]
+    for variant, default in pairs.items():
+        ours = runs[runs["model"] == default].set_index(key)["accuracy"]
+        gain = (ours - runs[runs["model"] == variant].set_index(key)["accuracy"]).dropna()
+        per_stream = gain.groupby(level=["label_ratio", "stream"]).mean()
+        cells = []
+        for r in ratios:
+            if r not in per_stream.index.get_level_values(0):
+                cells.append("")
+                continue
+            streams = per_stream.loc[r]
+            cells.append(f"{streams.mean():+.3f} ({streams.idxmin()} {streams.min():+.3f})")
+        lines.append(f"| `{variant}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _default_of(name: str) -> str:
+    """Our model at its defaults that `name` is a variant of (`dhbm-mf:steps=1` and
+    `dhbm-mf/labeled-only` -> `dhbm-mf`); `name` itself for a default, a peer or MOA's."""
+    if name.startswith(registry.MOA_PREFIX):
+        return name
+    base_name = name.partition(":")[0]
+    return registry.split_ablation(base_name)[0]
+
