@@ -60,22 +60,16 @@ def worth_markdown(runs) -> str:
     runs = runs.dropna(subset=["accuracy"])
     if "unlabeled_trust" not in runs:
         runs = runs.assign(unlabeled_trust=float("nan"))
-    names = set(runs["model"])
-    pairs = {m: _ablation_of(m) for m in dict.fromkeys(runs["model"])
-             if _ablation_of(m) in names and _ablation_of(m) != m}
+    pairs = _pairs(runs, _ablation_of)
     if not pairs:
         return ""
-    key = ["stream", "label_ratio", "seed"]
     stream_names = list(dict.fromkeys(runs["stream"]))
     lines = ["| model | labels | " + " | ".join(stream_names) + " |",
              "|---|---:|" + "---:|" * len(stream_names)]
     for m, a in pairs.items():
-        ours = runs[runs["model"] == m].set_index(key)
-        ablation = runs[runs["model"] == a].set_index(key)["accuracy"]
         cell = ["stream", "label_ratio"]
-        gain = (ours["accuracy"] - ablation).dropna().groupby(level=cell).agg(
-            ["mean", "min", "max"])
-        trust = ours["unlabeled_trust"].groupby(level=cell).mean()
+        gain = _paired_gain(runs, m, a).groupby(level=cell).agg(["mean", "min", "max"])
+        trust = runs[runs["model"] == m].groupby(cell)["unlabeled_trust"].mean()
         for r in sorted(set(runs["label_ratio"]), reverse=True):
             cells = []
             for s in stream_names:
@@ -94,7 +88,7 @@ def _ablation_of(name: str) -> str:
     `dhbm-mf/labeled-only:steps=4`); `safe_unlabeled` is dropped, since the ablation has no
     twin either way."""
     suffix = registry.ABLATION_SUFFIX
-    base_name, colon, settings = name.partition(":")
+    base_name, _, settings = name.partition(":")
     if base_name.endswith(suffix) or name.startswith(registry.MOA_PREFIX):
         return name
     kept = [item for item in settings.split(";") if item and item.partition("=")[0].strip()
@@ -136,17 +130,14 @@ def variants_markdown(runs) -> str:
     stream where the variant does best in brackets; a row per variant, a column per label
     ratio. Empty when no variant ran beside its default."""
     runs = runs.dropna(subset=["accuracy"])
-    names = list(dict.fromkeys(runs["model"]))
-    pairs = {m: _default_of(m) for m in names if _default_of(m) in names and _default_of(m) != m}
+    pairs = _pairs(runs, _default_of)
     if not pairs:
         return ""
-    key = ["stream", "label_ratio", "seed"]
     ratios = sorted(set(runs["label_ratio"]), reverse=True)
     lines = ["| variant of the default | " + " | ".join(f"{100 * r:g} % labels" for r in ratios)
              + " |", "|---|" + "---:|" * len(ratios)]
     for variant, default in pairs.items():
-        ours = runs[runs["model"] == default].set_index(key)["accuracy"]
-        gain = (ours - runs[runs["model"] == variant].set_index(key)["accuracy"]).dropna()
+        gain = _paired_gain(runs, default, variant)
         per_stream = gain.groupby(level=["label_ratio", "stream"]).mean()
         cells = []
         for r in ratios:
@@ -166,4 +157,21 @@ def _default_of(name: str) -> str:
         return name
     base_name = name.partition(":")[0]
     return registry.split_ablation(base_name)[0]
+
+
+def _pairs(runs, partner_of) -> dict:
+    """`{model: partner}` for every model of the runs whose `partner_of` (its ablation, its
+    default) ran too and is another model, in the runs' order."""
+    names = list(dict.fromkeys(runs["model"]))
+    partners = {m: partner_of(m) for m in names}
+    return {m: p for m, p in partners.items() if p != m and p in partners}
+
+
+def _paired_gain(runs, model: str, other: str):
+    """`model`'s accuracy minus `other`'s, seed by seed on the same stream and label ratio
+    (the same rows and label mask), indexed by stream, label ratio and seed."""
+    key = ["stream", "label_ratio", "seed"]
+    accuracy = runs.set_index(key)
+    return (accuracy[accuracy["model"] == model]["accuracy"]
+            - accuracy[accuracy["model"] == other]["accuracy"]).dropna()
 
