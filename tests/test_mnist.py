@@ -144,6 +144,42 @@ def test_cli_append_adds_trials_with_the_chosen_point(tmp_path, capsys):
     assert "Nothing to append to" in capsys.readouterr().err
 
 
+def test_cli_verify_marks_results_current_only_when_a_trial_is_reproduced(tmp_path, capsys):
+    from evaluation.runs.files import behaviour_hash
+
+    data_dir = _digits_dir(tmp_path)
+    config = tmp_path / "tiny.toml"
+    config.write_text(CONFIG.format(model="dhda", extra="").replace("epochs = 6", "epochs = 1"))
+    out = tmp_path / "out"
+    base = ["mnist", "--data", str(data_dir), "--out", str(out), "--quiet"]
+    assert mnist.run(parse(base + ["--config", str(config), "--keep-best"])) == 0
+    record = json.loads((out / "settings.json").read_text())
+    assert record["behaviour"] == behaviour_hash()  # a run records the code it ran with
+    del record["behaviour"], record["sources"]  # as the runs before the record did
+    (out / "settings.json").write_text(json.dumps(record))
+    config.write_text("not toml")  # the settings come from the run's record, not the config
+    assert mnist.run(parse(base + ["--verify", "1"])) == 0
+    assert "trial 1" in capsys.readouterr().out
+    verified = json.loads((out / "settings.json").read_text())
+    assert verified["behaviour"] == behaviour_hash() and verified["verified"][0]["trial"] == 1
+    assert {k: v for k, v in verified.items() if k not in ("behaviour", "sources", "verified")} \
+        == record
+
+    # Negative control: a recorded figure that today's code does not give
+    (out / "settings.json").write_text(json.dumps(record))
+    results = (out / "results.csv").read_text().splitlines()
+    cells = results[1].split(",")
+    column = results[0].split(",").index("test_error")
+    cells[column] = str(float(cells[column]) + 0.001)
+    (out / "results.csv").write_text("\n".join([results[0], ",".join(cells), *results[2:]]))
+    assert mnist.run(parse(base + ["--verify", "0"])) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "test_error" in err and "not reproduced" in err
+    assert json.loads((out / "settings.json").read_text()) == record  # nothing written
+    assert mnist.run(parse(base + ["--verify", "7"])) == 2
+    assert "no trial 7" in capsys.readouterr().err
+
+
 def test_cli_rejects_impossible_split_before_running(tmp_path, capsys):
     data_dir = _digits_dir(tmp_path)
     args = parse(["mnist", "--data", str(data_dir), "--labels", "5", "--out", str(tmp_path / "o")])
@@ -235,15 +271,19 @@ def test_docs_tables_are_written_from_the_runs_directories(tmp_path):
 def test_docs_tables_are_as_current_as_their_runs(tmp_path):
     from evaluation.offline.mnist import table
 
-    a = _run_dir(tmp_path / "a", "dhda", {0: 0.15, 1: 0.17}, {"sources": "today"})
-    b = _run_dir(tmp_path / "b", "dhda", {0: 0.15}, {"sources": "today"})
+    today = {"sources": "today", "behaviour": "now"}
+    a = _run_dir(tmp_path / "a", "dhda", {0: 0.15, 1: 0.17}, today)
+    b = _run_dir(tmp_path / "b", "dhda", {0: 0.15}, today)
     table.write_tables(tmp_path / "t", [("A", a), ("B", b)], "cmd")
-    assert json.loads((tmp_path / "t" / "settings.json").read_text())["sources"] == "today"
+    settings = json.loads((tmp_path / "t" / "settings.json").read_text())
+    assert settings["sources"] == "today" and settings["behaviour"] == "now"
     rows = (tmp_path / "t" / "rows.md").read_text()
     assert "| A | 2 | **16.00 ± 1.00** | 15.00-17.00 | 21.24 ± 0.6 |" in rows
-    _run_dir(tmp_path / "b-labeled-only", "dhda", {0: 0.2}, {"sources": "yesterday"})
+    _run_dir(tmp_path / "b-labeled-only", "dhda", {0: 0.2},
+             {"sources": "yesterday", "behaviour": "then"})
     table.write_tables(tmp_path / "t", [("A", a), ("B", b)], "cmd")
-    assert "sources" not in json.loads((tmp_path / "t" / "settings.json").read_text())
+    settings = json.loads((tmp_path / "t" / "settings.json").read_text())
+    assert "sources" not in settings and "behaviour" not in settings
 
 
 def test_docs_tables_command_names_a_missing_run_in_one_line(tmp_path, capsys):

@@ -22,6 +22,7 @@ the same protocol over another data set (`DataSet`): the 20 NewsGroups runner
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import itertools
 import json
@@ -48,8 +49,8 @@ from .data import (  # noqa: F401 (the public names this module always had)
 from .table import (  # noqa: F401
     MNIST_TABLE,
     PAPER_ROWS,
-    PaperTable,
     RESULT_COLUMNS,
+    PaperTable,
     summarise,
     summary_markdown,
     write_outputs,
@@ -143,6 +144,11 @@ def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
     p.add_argument("--keep-best", action="store_true",
                    help="score each trial's checkpoint of the lowest validation error (checked "
                    "every 1,000 updates and at the end) instead of its final model")
+    p.add_argument("--verify", type=int, metavar="TRIAL",
+                   help="run trial TRIAL of the results in --out again with the settings they "
+                   "recorded (not the config's) and compare every figure; when all are equal, "
+                   "record today's code and behaviour in its settings.json (results today's "
+                   "code reproduces are not stale); exit 1 on a difference")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -239,19 +245,28 @@ def _without_grid(params: dict) -> dict:
     return {k: v for k, v in params.items() if k not in ("learning_rate", "beta")}
 
 
+def read_run(out: Path, purpose: str = "append to") -> tuple[list[dict], dict]:
+    """The trials (results.csv) and the settings record of an earlier run in `out`;
+    `ValueError` naming `purpose` if it holds none."""
+
+    out = Path(out)
+    if not (out / "results.csv").is_file() or not (out / "settings.json").is_file():
+        raise ValueError(f"Nothing to {purpose}: {str(out)!r} holds no results.csv and "
+                         "settings.json of an earlier run")
+    record = json.loads((out / "settings.json").read_text())
+    with open(out / "results.csv", newline="") as f:
+        rows = [{k: (_RESULT_TYPES[k](v) if k in _RESULT_TYPES and v != "" else v)
+                 for k, v in row.items()} for row in csv.DictReader(f)]
+    return rows, record
+
+
 def read_previous(out: Path, settings: dict) -> tuple[list[dict], dict]:
     """The trials and the settings record of an earlier run in `out`, for `--append`.
 
     `ValueError` if `out` holds no earlier run, or one with other settings (`SAME_SETTINGS`,
     grid values aside: the earlier run's chosen point is reused).
     """
-    import csv
-
-    out = Path(out)
-    if not (out / "results.csv").is_file() or not (out / "settings.json").is_file():
-        raise ValueError(f"Nothing to append to: {str(out)!r} holds no results.csv and "
-                         "settings.json of an earlier run")
-    record = json.loads((out / "settings.json").read_text())
+    rows, record = read_run(out)
     for key in SAME_SETTINGS:
         old, new = record.get(key), settings.get(key)
         if key == "params":
@@ -267,9 +282,9 @@ def read_previous(out: Path, settings: dict) -> tuple[list[dict], dict]:
     return rows, record
 
 
-def _fail(message: str) -> int:
+def fail(message: str, code: int = 2) -> int:
     print(f"error: {message}", file=sys.stderr)
-    return 2
+    return code
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,6 +313,10 @@ def run(args) -> int:
 def run_protocol(args, data_set: DataSet, experiment: str) -> int:
     """Select on the validation set, run the trials, report: the offline protocol of the
     paper over `data_set`, with the configs `configs/<experiment>_<model>.toml`."""
+    if getattr(args, "verify", None) is not None:
+        from .verify import verify_trial
+
+        return verify_trial(args, data_set, experiment)
     try:
         settings = load_settings(args, experiment)
         out = args.out or Path("results") / f"{experiment}-{settings['model']}"
@@ -326,7 +345,7 @@ def run_protocol(args, data_set: DataSet, experiment: str) -> int:
         check_writable(out)
         directory = data_set.share(data, Path(out))
     except (MissingData, ValueError) as e:
-        return _fail(str(e))
+        return fail(str(e))
     loader, table = data_set.loader, data_set.table
     selection = []
     if selection_specs:
@@ -341,12 +360,15 @@ def run_protocol(args, data_set: DataSet, experiment: str) -> int:
             for r in selection))
         print(f"chosen: learning_rate={chosen.get('learning_rate')} beta={chosen.get('beta')}",
               flush=True)
+    code = code_record()
     record = {k: v for k, v in settings.items()} | {
         "data": directory, "jobs": args.jobs, "chosen": trial_specs[0].params,
         "model_params": trial_specs[0].model_params(),
-    } | data_set.record
-    if earlier is not None:  # the earlier record stays, with a note of each addition
-        added = {k: record[k] for k in ("first_trial", "trials", "data", "jobs")}
+    } | data_set.record | code
+    if earlier is not None:
+        # The earlier record stays, its code included (the results are as current as their
+        # oldest trial), with a note of each addition and the code it ran with.
+        added = {k: record[k] for k in ("first_trial", "trials", "data", "jobs")} | code
         record = earlier | {"appended": [*earlier.get("appended", []), added]}
     finished: list = list(previous)
 
@@ -365,3 +387,11 @@ def run_protocol(args, data_set: DataSet, experiment: str) -> int:
     write_outputs(Path(out), results, selection, record, table)
     print(f"results written to {out}")
     return 0
+
+
+def code_record() -> dict:
+    """The code a run records: `sources` and `behaviour` (`evaluation.runs.files`)."""
+    from ...runs.files import behaviour_hash, sources_hash
+
+    return {"sources": sources_hash(), "behaviour": behaviour_hash()}
+

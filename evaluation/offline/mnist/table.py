@@ -226,18 +226,19 @@ def write_tables(out: Path, rows, command: str) -> list[Path]:
     """`rows.md` (`rows_markdown` of `rows`, `(label, directory)` pairs), `unlabeled.md`
     (`unlabeled_markdown` of the rows whose directory has a `-labeled-only` sibling) and
     `settings.json` (the command and the directories read) in `out`. `settings.json`
-    records the runs' `sources` only when every run recorded the same: the tables are as
-    current as their oldest run."""
+    records the runs' `sources` and `behaviour` each only when every run recorded the same:
+    the tables are as current as their oldest run."""
     runs = [(label, read_run(directory)) for label, directory in rows]
     alone = {label: run.directory.with_name(run.directory.name + LABELED_ONLY_SUFFIX)
              for label, run in runs}
     pairs = [(label, run, read_run(alone[label])) for label, run in runs if alone[label].is_dir()]
-    sources = {run.settings.get("sources") for _, run in runs}
-    sources |= {alone.settings.get("sources") for *_, alone in pairs}
     settings = {"command": command,
                 "rows": {label: str(directory) for label, directory in rows}}
-    if len(sources) == 1 and None not in sources:
-        settings["sources"] = sources.pop()
+    for key in ("sources", "behaviour"):
+        values = {run.settings.get(key) for _, run in runs}
+        values |= {alone.settings.get(key) for *_, alone in pairs}
+        if len(values) == 1 and None not in values:
+            settings[key] = values.pop()
     text = json.dumps(settings, indent=2) + "\n"
     tables = rows_markdown(runs), unlabeled_markdown(pairs)
     out = check_writable(out)
