@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -158,14 +159,34 @@ def test_cli_default_target_is_models(tmp_path, capsys):
     text = out.read_text()
     assert text.strip() == capsys.readouterr().out.strip()
     assert "| waveform | PL-MLP | default | prequential | arrays |" in text
+    assert "--instances 100" in json.loads((tmp_path / "settings.json").read_text())["command"]
     assert cli.main(["bench", "--instances", "0", "--models", "logreg", "--no-startup"]) == 2
     assert "Invalid n_instances" in capsys.readouterr().err
 
 
-def test_cli_streams_target_still_works(monkeypatch):
+def test_cli_streams_target_writes_its_report_beside_a_settings_record(tmp_path, monkeypatch,
+                                                                       capsys):
     from evaluation.bench import streams
+    from evaluation.runs.files import behaviour_hash
 
     seen = []
-    monkeypatch.setattr(streams, "main", lambda argv: seen.append(argv))
-    assert cli.main(["bench", "streams", "1000", "2"]) == 0
-    assert seen == [["1000", "2"]]
+    real = streams.bench_streams
+
+    def without_moa(n_instances, repeats):
+        seen.append((n_instances, repeats))
+        return real(n_instances=n_instances, repeats=repeats, moa=False)
+
+    monkeypatch.setattr(streams, "bench_streams", without_moa)
+    assert cli.main(["bench", "streams", "1000", "2"]) == 0  # positional, as before
+    out = tmp_path / "streams" / "report.md"
+    assert cli.main(["bench", "streams", "--instances", "2000", "--repeats", "1",
+                     "--out", str(out)]) == 0
+    assert seen == [(1000, 2), (2000, 1)]
+    text = out.read_text()
+    assert text.startswith("# Stream speed") and "| stream | implementation |" in text
+    assert text.strip() in capsys.readouterr().out
+    record = json.loads((out.parent / "settings.json").read_text())
+    assert record["report"] == "report.md" and "--instances 2000" in record["command"]
+    assert record["behaviour"] == behaviour_hash()
+    assert cli.main(["bench", "streams", "many"]) == 2
+    assert "Invalid instances" in capsys.readouterr().err

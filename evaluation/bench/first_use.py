@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from . import write_report
 
 # ------------------------------------------------------------------ the models benchmark's start
 
@@ -325,9 +326,9 @@ def run(args: argparse.Namespace, command: str) -> int:
             return 1
         print(report)
         if args.out:
-            pathlib.Path(args.out).write_text(
-                "\n".join(["# Where the first use goes", "", f"`{command}`", "", report, "",
-                           f"Machine: {_machine()}.", ""]))
+            write_report(args.out, "\n".join(["# Where the first use goes", "", f"`{command}`",
+                                               "", report, "", f"Machine: {_machine()}.", ""]),
+                         command)
         return 0
     try:
         rows = bench_first_use(models) if not args.quick else bench_first_use(models, warm=False)
@@ -345,7 +346,7 @@ def run(args: argparse.Namespace, command: str) -> int:
             "mini-batch of labeled rows, each model in a process of its own; `empty`: a new "
             "NUMBA_CACHE_DIR (a fresh install), `warm`: the cache the first run filled.", "",
             format_table(rows), "", verdict, "", f"Machine: {_machine()}.", ""])
-        pathlib.Path(args.out).write_text(text)
+        write_report(args.out, text, command)
     return 0
 
 

@@ -27,6 +27,7 @@ import time
 
 from evaluation.runs.arguments import names
 
+from . import write_report
 from ._model_report import (  # noqa: F401 (the names this module always had)
     format_table,
     format_targets,
@@ -304,8 +305,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-startup", action="store_true", help="skip the fresh-process timings")
     p.add_argument("--no-split", action="store_true", help="skip the time-in-hooks run")
     p.add_argument("--out", default=None,
-                   help="markdown file written with the tables (default ./bench_models.md; "
-                   "first_use: none)")
+                   help="markdown report written (a settings.json beside it records the "
+                   "command and the code; default: printed only)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--kernels", action="store_true",
                    help="first_use only: the compile seconds of each jitted function instead")
@@ -332,10 +333,8 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     command = command or "python -m evaluation bench " + " ".join(sys.argv[1:])
     text = report(rows, startup, checks, command)
     print(text)
-    out = "bench_models.md" if args.out is None else args.out
-    if out:
-        with open(out, "w") as f:
-            f.write(text)
+    if args.out:
+        write_report(args.out, text, command)
     return 0
 
 

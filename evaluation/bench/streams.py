@@ -1,7 +1,8 @@
 """Speed of the streams' array path against MOA's own generators, measured in one run.
 
-Run it with `python -m evaluation.bench.streams [n_instances] [repeats]`; it prints a markdown
-table of instances per second (median over the repeats) and the speed ratio ours / MOA.
+Run it with `python -m evaluation bench streams [--instances N] [--repeats R] [--out FILE]`; it
+prints a markdown report of instances per second (median over the repeats) and the speed ratio
+ours / MOA, and writes it to FILE with a `settings.json` beside it.
 
 Rates and ratio come from the CPU time of the thread doing the work (`time.thread_time`, Java's
 `ThreadMXBean`, as MOA's own `MeasureStreamSpeed`), which stays meaningful on a machine shared
@@ -24,7 +25,7 @@ import time
 
 import streams
 
-__all__ = ["bench_streams", "format_table", "moa_jar"]
+__all__ = ["bench_streams", "format_table", "moa_jar", "report", "run"]
 
 JAVA_SOURCE = pathlib.Path(__file__).with_name("MoaStreamBench.java")
 
@@ -242,12 +243,64 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def report(rows: list[dict], command: str) -> str:
+    """The markdown report of `bench_streams` rows: the command, how the rates are measured,
+    the table and the machine."""
+    import datetime
+    import platform
+
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    n = next((r["n_instances"] for r in rows if r["n_instances"]), 0)
+    repeats = max(len(r["cpu_seconds"]) for r in rows) if rows else 0
+    return "\n".join([
+        f"# Stream speed ({now})", "",
+        f"Command: `{command}`. {n:,} instances per timed repeat, median of {repeats} repeats; "
+        "rates per CPU second of the generating thread (`time.thread_time`, Java's "
+        "`ThreadMXBean`), wall-clock rates beside them. Python "
+        f"{platform.python_version()}, {os.cpu_count()} CPUs, load average {load} at the end.",
+        "", format_table(rows), ""])
+
+
+def run(args, command: str) -> int:
+    """`bench streams`: `--instances` per repeat (or the first of `args.rest`; default
+    200,000), `--repeats` (or the second; default 5); the report goes to `args.out` if given."""
+    from . import write_report
+
+    rest = list(getattr(args, "rest", None) or [])
+    if len(rest) > 2:
+        raise ValueError(f"unrecognized arguments: {' '.join(rest[2:])}")
+    try:
+        n = int(rest[0]) if rest else (args.instances or 200_000)
+        repeats = int(rest[1]) if len(rest) > 1 else (args.repeats or 5)
+    except ValueError:
+        raise ValueError(f"Invalid instances or repeats ({' '.join(rest)}). Must be "
+                         "integers") from None
+    text = report(bench_streams(n_instances=n, repeats=repeats), command)
+    print(text)
+    if args.out:
+        write_report(args.out, text, command)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m evaluation.bench.streams",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("rest", nargs="*", metavar="N", help="instances, repeats")
+    parser.add_argument("--instances", type=int, default=None,
+                        help="instances per timed repeat (default 200,000)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5)")
+    parser.add_argument("--out", help="markdown report written, with a settings.json beside it")
     argv = sys.argv[1:] if argv is None else argv
-    n_instances = int(argv[0]) if argv else 200_000
-    repeats = int(argv[1]) if len(argv) > 1 else 5
-    print(format_table(bench_streams(n_instances=n_instances, repeats=repeats)))
+    args = parser.parse_args(argv)
+    try:
+        return run(args, " ".join(["python -m evaluation.bench.streams", *argv]))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
