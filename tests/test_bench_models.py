@@ -148,6 +148,20 @@ def test_startup_warm():
     assert "warm" in bench.format_startup([warm]).splitlines()[2]
 
 
+def test_no_twin_rows_time_the_defaults_without_the_twin(capsys):
+    rows = bench.bench_models(n_instances=100, repeats=1, warmup=40, setups=("led",),
+                              models=("dhda", "logreg", "nochange"),
+                              settings=("default", "no-twin"), split=False)
+    made = bench.make_model(bench.Entry("led", "dhda", "no-twin", "prequential"))
+    assert made.safe_unlabeled is False
+    assert bench.make_model(bench.Entry("led", "dhda", "default", "prequential")).safe_unlabeled
+    table = bench.report(rows, None, [], "cmd")
+    assert "What the labeled-only twin costs" in table
+    assert [line for line in table.splitlines() if line.startswith("| led | DHDA | prequential |")]
+    with pytest.raises(ValueError, match="Unknown settings 'twin'"):
+        bench.bench_models(n_instances=10, repeats=1, settings=("twin",))
+
+
 def test_cli_default_target_is_models(tmp_path, capsys):
     out = tmp_path / "bench.md"
     code = cli.main([

@@ -130,6 +130,27 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def format_twin_cost(rows: list[dict]) -> str:
+    """Markdown table of what the labeled-only twin costs: each of our models' CPU rate with
+    its defaults beside the defaults without the twin (`no-twin`), on the same set-up and
+    route; empty when no `no-twin` row was timed."""
+    alone = {(r["setup"], r["model"], r["route"]): r for r in rows
+             if r["settings"] == S.NO_TWIN}
+    lines = []
+    for row in rows:
+        other = alone.get((row["setup"], row["model"], row["route"]))
+        if row["settings"] == "default" and other is not None:
+            change = row["instances_per_s"] / other["instances_per_s"] - 1
+            lines.append(f"| {row['setup']} | {row['label']} | {row['route']} "
+                         f"| {_fmt_rate(other['instances_per_s'])} "
+                         f"| {_fmt_rate(row['instances_per_s'])} | {change:+.0%} |")
+    if not lines:
+        return ""
+    return "\n".join(["| set-up | model | route | without the twin (instances/s, CPU) "
+                      "| with it (the default) | change |", "|---|---|---|---:|---:|---:|",
+                      *lines])
+
+
 def format_targets(checks: list[dict]) -> str:
     lines = ["| target | measured | met |", "|---|---:|---|"]
     for c in checks:
@@ -159,6 +180,10 @@ def report(rows, startup, checks, command: str) -> str:
         "",
         format_table(rows),
     ]
+    twin = format_twin_cost(rows)
+    if twin:
+        parts += ["", "What the labeled-only twin costs (`safe_unlabeled=True`, the default, "
+                  "against `no-twin`, the same models with `safe_unlabeled=False`):", "", twin]
     if startup:
         parts += ["", "Fresh process (DHBM-MF on LED):", "", format_startup(startup)]
     parts += [

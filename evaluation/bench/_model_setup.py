@@ -31,6 +31,9 @@ FLOORS = ("checks", "predict")
 PREDICTOR_PREFIX = 2000
 STREAM_ONLY = "stream only"
 SETTINGS = ("default", "paper")
+#: Settings timed only when named: the defaults without the labeled-only twin (what the
+#: twin costs, in the same run as the defaults).
+NO_TWIN = "no-twin"
 ROUTES = ("prequential", "progressive_val_score")
 
 # The figures of the targets.
@@ -48,7 +51,7 @@ class Entry:
 
     setup: str  # key of SETUPS
     model: str  # key of OURS or PEERS, or STREAM_ONLY
-    settings: str  # "default" / "paper" for our models, "" otherwise
+    settings: str  # "default" / "paper" / "no-twin" for our models, "" otherwise
     route: str  # "prequential", "progressive_val_score", "iter_arrays" or "iteration"
 
     @property
@@ -130,6 +133,8 @@ def make_model(entry: Entry):
         _, module, name, fixed = OURS[entry.model]
         cls = getattr(importlib.import_module(module), name)
         factory = cls.paper if entry.settings == "paper" else cls
+        if entry.settings == NO_TWIN:
+            fixed = {**fixed, "safe_unlabeled": False}
         _, hidden = SETUPS[entry.setup]
         return factory(hidden_sizes=hidden, batch_size=BATCH_SIZE, seed=MODEL_SEED, **fixed)
     if entry.model in FLOORS:  # they take every row, labeled or not, as ours do

@@ -42,6 +42,7 @@ from ._model_setup import (  # noqa: F401
     LABEL_RATIO,
     MASK_SEED,
     MODEL_SEED,
+    NO_TWIN,
     OURS,
     PEERS,
     PREDICTOR_PREFIX,
@@ -173,8 +174,9 @@ def bench_models(
     models
         Keys of `OURS` and `PEERS`. The ratios need `"logreg"` and `"nochange"`.
     settings
-        `"default"` (the models' defaults with the paper's architecture) and/or `"paper"`
-        (`Class.paper()`, the settings of `python -m evaluation reproduce`).
+        `"default"` (the models' defaults with the paper's architecture), `"paper"`
+        (`Class.paper()`, the settings of `python -m evaluation reproduce`) and/or
+        `"no-twin"` (the defaults with `safe_unlabeled=False`: what the twin costs).
     warmup
         Instances of the untimed first run of every entry (compilation, caches).
     split
@@ -197,7 +199,7 @@ def bench_models(
     for name, values, legal in (
         ("setup", setups, SETUPS),
         ("model", models, (*OURS, *PEERS)),
-        ("settings", settings, SETTINGS),
+        ("settings", settings, (*SETTINGS, NO_TWIN)),
     ):
         for value in values:
             if value not in legal:
@@ -299,7 +301,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--streams", type=names, default=None,
                    help=f"comma-separated, from {', '.join(SETUPS)} (default all)")
     p.add_argument("--settings", type=names, default=None,
-                   help="default, paper or both (default both; --quick default only)")
+                   help="comma-separated, from default, paper, both (the two) and no-twin "
+                   "(the defaults with safe_unlabeled=False) (default both; --quick default "
+                   "only)")
     p.add_argument("--quick", action="store_true",
                    help="small runs, default settings only, no cold-cache start")
     p.add_argument("--no-startup", action="store_true", help="skip the fresh-process timings")
@@ -316,8 +320,7 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     n = args.instances if args.instances is not None else (3000 if args.quick else 10_000)
     repeats = args.repeats if args.repeats is not None else (3 if args.quick else 5)
     settings = args.settings or (["default"] if args.quick else list(SETTINGS))
-    if settings == ["both"]:
-        settings = list(SETTINGS)
+    settings = [s for name in settings for s in (SETTINGS if name == "both" else [name])]
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     rows = bench_models(
         n_instances=n,
