@@ -54,8 +54,12 @@ def verify_trial(args, data_set: DataSet, experiment: str) -> int:
         with open(out / "curves.csv", newline="") as f:
             curve = [(int(r["updates"]), float(r["validation_error"]))
                      for r in csv.DictReader(f) if int(r["trial"]) == k]
-        if curve and curve != [(u, e) for u, e in result["curve"]]:
-            differences.append("the validation curve")
+        again = [(u, e) for u, e in result["curve"]]
+        apart = [(a, b) for a, b in zip(curve, again) if a != b]
+        if apart or (curve and len(curve) != len(again)):
+            (u, e), (_, now) = apart[0] if apart else (curve[-1], again[-1])
+            differences.append(f"the validation curve (first apart after {u:,} updates: "
+                               f"{e!r} recorded, {now!r} now)")
     if differences:
         return fail(f"trial {k} of {str(out)!r} is not reproduced: " + "; ".join(differences),
                     code=1)
