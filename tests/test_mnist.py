@@ -241,7 +241,7 @@ def _run_dir(path, model, errors, settings=None):
     """A result directory as `python -m evaluation mnist` writes it: trial -> test error."""
     from evaluation.offline.mnist.table import write_outputs
 
-    path.mkdir()
+    path.mkdir(exist_ok=True)
     results = [{"model": model, "trial": t, "test_error": e} for t, e in errors.items()]
     write_outputs(path, results, [], {"model": model} | (settings or {}))
     return path
@@ -281,6 +281,15 @@ def test_docs_tables_are_as_current_as_their_runs(tmp_path):
     assert "| A | 2 | **16.00 ± 1.00** | 15.00-17.00 | 21.24 ± 0.6 |" in rows
     _run_dir(tmp_path / "b-labeled-only", "dhda", {0: 0.2},
              {"sources": "yesterday", "behaviour": "then"})
+    table.write_tables(tmp_path / "t", [("A", a), ("B", b)], "cmd")
+    # A row and its ablation of other code are not paired: the tables show today's runs only
+    unlabeled = (tmp_path / "t" / "unlabeled.md").read_text()
+    assert "| B |" not in unlabeled and "B: left out" in unlabeled
+    assert json.loads((tmp_path / "t" / "settings.json").read_text())["behaviour"] == "now"
+    _run_dir(tmp_path / "b-labeled-only", "dhda", {0: 0.2}, today)
+    table.write_tables(tmp_path / "t", [("A", a), ("B", b)], "cmd")
+    assert "| B | 1 | 20.00 | 15.00 | 5.00" in (tmp_path / "t" / "unlabeled.md").read_text()
+    _run_dir(tmp_path / "a", "dhda", {0: 0.15, 1: 0.17}, {"sources": "yesterday"})
     table.write_tables(tmp_path / "t", [("A", a), ("B", b)], "cmd")
     settings = json.loads((tmp_path / "t" / "settings.json").read_text())
     assert "sources" not in settings and "behaviour" not in settings

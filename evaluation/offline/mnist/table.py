@@ -225,13 +225,19 @@ def unlabeled_markdown(pairs) -> str:
 def write_tables(out: Path, rows, command: str) -> list[Path]:
     """`rows.md` (`rows_markdown` of `rows`, `(label, directory)` pairs), `unlabeled.md`
     (`unlabeled_markdown` of the rows whose directory has a `-labeled-only` sibling) and
-    `settings.json` (the command and the directories read) in `out`. `settings.json`
+    `settings.json` (the command and the directories read) in `out`. A row whose ablation
+    recorded another `behaviour` is left out of `unlabeled.md`, with a line saying so. `settings.json`
     records the runs' `sources` and `behaviour` each only when every run recorded the same:
     the tables are as current as their oldest run."""
     runs = [(label, read_run(directory)) for label, directory in rows]
     alone = {label: run.directory.with_name(run.directory.name + LABELED_ONLY_SUFFIX)
              for label, run in runs}
     pairs = [(label, run, read_run(alone[label])) for label, run in runs if alone[label].is_dir()]
+    # A paired gain compares two runs of the same code: a row re-run since its ablation ran
+    # waits for the ablation's re-run.
+    apart = [label for label, run, alone in pairs
+             if run.settings.get("behaviour") != alone.settings.get("behaviour")]
+    pairs = [pair for pair in pairs if pair[0] not in apart]
     settings = {"command": command,
                 "rows": {label: str(directory) for label, directory in rows}}
     for key in ("sources", "behaviour"):
@@ -240,7 +246,9 @@ def write_tables(out: Path, rows, command: str) -> list[Path]:
         if len(values) == 1 and None not in values:
             settings[key] = values.pop()
     text = json.dumps(settings, indent=2) + "\n"
-    tables = rows_markdown(runs), unlabeled_markdown(pairs)
+    tables = rows_markdown(runs), unlabeled_markdown(pairs) + "".join(
+        f"\n{label}: left out, its ablation ran with other code than the row (re-run it).\n"
+        for label in apart)
     out = check_writable(out)
     return atomic_write_all([
         (out / "rows.md", lambda p: p.write_text(tables[0])),
