@@ -248,7 +248,6 @@ def _without_grid(params: dict) -> dict:
 def read_run(out: Path, purpose: str = "append to") -> tuple[list[dict], dict]:
     """The trials (results.csv) and the settings record of an earlier run in `out`;
     `ValueError` naming `purpose` if it holds none."""
-
     out = Path(out)
     if not (out / "results.csv").is_file() or not (out / "settings.json").is_file():
         raise ValueError(f"Nothing to {purpose}: {str(out)!r} holds no results.csv and "
