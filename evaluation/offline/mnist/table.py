@@ -226,9 +226,9 @@ def write_tables(out: Path, rows, command: str) -> list[Path]:
     """`rows.md` (`rows_markdown` of `rows`, `(label, directory)` pairs), `unlabeled.md`
     (`unlabeled_markdown` of the rows whose directory has a `-labeled-only` sibling) and
     `settings.json` (the command and the directories read) in `out`. A row whose ablation
-    recorded another `behaviour` is left out of `unlabeled.md`, with a line saying so. `settings.json`
-    records the runs' `sources` and `behaviour` each only when every run recorded the same:
-    the tables are as current as their oldest run."""
+    recorded another `behaviour` is left out of `unlabeled.md`, with a line saying so.
+    `settings.json` records the runs' `sources` and `behaviour` each only when every run
+    recorded the same: the tables are as current as their oldest run."""
     runs = [(label, read_run(directory)) for label, directory in rows]
     alone = {label: run.directory.with_name(run.directory.name + LABELED_ONLY_SUFFIX)
              for label, run in runs}

@@ -13,11 +13,12 @@ import csv
 import dataclasses
 import datetime
 import json
+import sys
 from pathlib import Path
 
 from ...runs.files import atomic_write
 from .data import MissingData
-from .experiment import DataSet, code_record, fail, make_specs, read_run
+from .record import code_record, make_specs, read_run
 from .trainer import run_specs
 
 #: What `--verify` compares between a recorded trial and its re-run (all but the seconds).
@@ -25,12 +26,13 @@ VERIFIED = ("seed", "learning_rate", "beta", "validation_error", "test_error", "
             "stopped_at", "unlabeled_rows")
 
 
-def verify_trial(args, data_set: DataSet, experiment: str) -> int:
-    """`--verify K`: run trial K of the results in `--out` again, with the settings they
-    recorded (the config may have changed since) and compare `VERIFIED` and its validation
-    curve (curves.csv). Equal: today's `sources` and `behaviour` go into settings.json, with
-    a note in `verified`, so the docs' tables of that run count as today's. Different: exit
-    1, one line naming what differs, nothing written."""
+def verify_trial(args, data_set, experiment: str) -> int:
+    """`--verify K`: run trial K of the results in `--out` again with the settings they
+    recorded (the config may have changed since), reading the data through `data_set` (an
+    `experiment.DataSet`), and compare `VERIFIED` and its validation curve (curves.csv).
+    Equal: today's `sources` and `behaviour` go into settings.json, with a note in
+    `verified`, so the docs' tables of that run count as today's. Different: exit 1, one
+    line naming what differs, nothing written."""
     out = Path(args.out or Path("results") / f"{experiment}-{args.model}")
     k = args.verify
     try:
@@ -44,8 +46,8 @@ def verify_trial(args, data_set: DataSet, experiment: str) -> int:
         data = data_set.load(out)
         directory = data_set.share(data, out)
     except (MissingData, ValueError, KeyError) as e:
-        return fail(str(e) if not isinstance(e, KeyError) else
-                    f"{str(out / 'settings.json')!r} records no {e}")
+        return _fail(str(e) if not isinstance(e, KeyError) else
+                     f"{str(out / 'settings.json')!r} records no {e}")
     (result,) = run_specs([spec], data, directory, 1, f"verify trial {k}", args.quiet,
                           loader=data_set.loader)
     differences = [f"{key} {recorded[key]!r} recorded, {result[key]!r} now" for key in VERIFIED
@@ -61,8 +63,8 @@ def verify_trial(args, data_set: DataSet, experiment: str) -> int:
             differences.append(f"the validation curve (first apart after {u:,} updates: "
                                f"{e!r} recorded, {now!r} now)")
     if differences:
-        return fail(f"trial {k} of {str(out)!r} is not reproduced: " + "; ".join(differences),
-                    code=1)
+        return _fail(f"trial {k} of {str(out)!r} is not reproduced: " + "; ".join(differences),
+                     code=1)
     code = code_record()
     note = {"trial": k, "date": datetime.date.today().isoformat()} | code
     record = record | code | {"verified": [*record.get("verified", []), note]}
@@ -71,3 +73,8 @@ def verify_trial(args, data_set: DataSet, experiment: str) -> int:
     print(f"trial {k} of {out} reproduced exactly (test error {100 * result['test_error']:.2f} "
           f"%); its settings.json records today's behaviour {code['behaviour']}")
     return 0
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
