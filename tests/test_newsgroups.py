@@ -297,3 +297,31 @@ def test_the_ablation_runs_without_the_unlabeled_posts_under_its_own_row(tmp_pat
     assert settings["model_params"]["learn_unlabeled"] is False
     assert settings["model_params"]["hidden_sizes"] == [8, 8]
     assert settings["model_params"]["activation"] == "relu"  # the config's row, flags on top
+
+
+def test_verify_reruns_a_trial_from_its_record_and_fails_on_a_changed_figure(tmp_path, capsys):
+    """`--verify` goes through the offline protocol shared with MNIST: here it must find the
+    posts' cache and the run's own settings (not the flags) again."""
+    import json
+
+    archive = write_archive(tmp_path / newsgroups_data.ARCHIVE, make_posts())
+    out = tmp_path / "out"
+    code, _, err = run_cli(capsys, "--data", archive, "--model", "dhda", "--out", out, *QUICK)
+    assert code == 0, err
+    record = json.loads((out / "settings.json").read_text())
+    code, stdout, err = run_cli(capsys, "--data", archive, "--out", out, "--verify", "0",
+                                "--quiet")
+    assert code == 0, err
+    assert "trial 0" in stdout
+    assert json.loads((out / "settings.json").read_text())["verified"][0]["trial"] == 0
+
+    # Negative control: a recorded test error that today's code does not give
+    (out / "settings.json").write_text(json.dumps(record))
+    lines = (out / "results.csv").read_text().splitlines()
+    cells = lines[1].split(",")
+    column = lines[0].split(",").index("test_error")
+    cells[column] = str(float(cells[column]) + 0.001)
+    (out / "results.csv").write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    code, _, err = run_cli(capsys, "--data", archive, "--out", out, "--verify", "0", "--quiet")
+    assert code == 1 and err.count("\n") == 1 and "test_error" in err
+    assert json.loads((out / "settings.json").read_text()) == record  # nothing written

@@ -103,6 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     """The `newsgroups` subcommand: the posts as vectors (or their cache), then the protocol."""
+    if getattr(args, "verify", None) is not None:
+        args = _as_recorded(args)
     record = {"vocabulary": args.vocabulary, "headers": args.headers,
               "stemmer": "porter (snowballstemmer)"}
     state = {}
@@ -143,3 +145,18 @@ def run(args) -> int:
     data_set = DataSet(load=load, share=share, loader=newsgroups_data.load_cache, table=table,
                        record=record)
     return run_protocol(args, data_set, "newsgroups")
+
+
+def _as_recorded(args) -> argparse.Namespace:
+    """`args` with the vocabulary and headers the run in `--out` recorded: `--verify` re-runs
+    a trial on the posts as that run made them into vectors, whatever the flags say now."""
+    import json
+
+    out = Path(args.out or Path("results") / f"newsgroups-{args.model}")
+    try:
+        recorded = json.loads((out / "settings.json").read_text())
+    except (OSError, ValueError):
+        return args  # the verification says what is missing
+    return argparse.Namespace(**vars(args) | {key: recorded[key] for key in
+                                              ("vocabulary", "headers") if key in recorded})
+
