@@ -117,3 +117,40 @@ def test_the_sources_hash_sees_code_not_documentation():
     base = 'def f(x):\n    """Twice x."""\n    return 2 * x  # doubled\n'
     assert _code(base) == _code(base.replace("Twice x.", "Two times x.").replace("# doubled", ""))
     assert _code(base) != _code(base.replace("2 * x", "3 * x"))
+
+
+#: The README's headline: its rows' registry models and its columns' streams, in order.
+HEADLINE_MODELS = {
+    "`DHBM`": "dhbm-mf", "`DHBM`, labeled-only": "dhbm-mf/labeled-only", "`DHDA`": "dhda",
+    "`DHDA`, labeled-only": "dhda/labeled-only", "`SBEN`": "sben", "`HSDA`": "hsda",
+    "`PseudoLabelMLP`": "pl-mlp", "River `LogisticRegression`": "LogisticRegression",
+    "River `GaussianNB`": "GaussianNB", "River `HoeffdingTree`": "HoeffdingTree",
+    "River `KNN`": "KNN",
+}
+HEADLINE_STREAMS = {"MNIST": "mnist", "digits": "digits", "LED": "led", "Waveform": "waveform",
+                    "Phishing": "phishing", "Bananas": "bananas", "SEA": "sea",
+                    "clusters": "clusters", "across": "clusters-across"}
+
+
+def test_the_readmes_headline_is_the_suites_results():
+    """GitHub shows the README without the docs' inclusions, so its tables are typed: every
+    cell must be the mean of the runs of the three commands docs/results.md gives."""
+    import pandas as pd
+
+    results = ROOT / "evaluation" / "results"
+    runs = pd.concat(pd.read_csv(results / name / "suite.csv")
+                     for name in ("suite-safety", "suite-peers", "suite-safety-mnist"))
+    mean = runs.dropna(subset=["accuracy"]).groupby(["model", "stream", "label_ratio"]).accuracy.mean()
+    text = (ROOT / "README.md").read_text()
+    checked = 0
+    for ratio in (0.1, 0.01):
+        table = text.split(f"**{ratio * 100:g} % labels**", 1)[1].strip().split("\n\n", 1)[0]
+        header, _, *rows = table.splitlines()
+        streams = [HEADLINE_STREAMS[c.strip()] for c in header.strip("|").split("|")[1:]]
+        for row in rows:
+            label, *cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
+            for stream, cell in zip(streams, cells, strict=True):
+                expected = mean.get((HEADLINE_MODELS[label], stream, ratio))
+                assert cell == ("" if expected is None else f"{expected:.3f}"), (label, stream, ratio)
+                checked += bool(cell)
+    assert checked > 150
