@@ -13,6 +13,7 @@
     python -m evaluation mnist --data DIR                         # the paper's table 1
     python -m evaluation newsgroups --data 20news-bydate.tar.gz   # its 20 NewsGroups figures
     python -m evaluation drift --quick                            # recovery after a change
+    python -m evaluation detector --quick                         # the detector's sensitivity
 
 Settings come from the TOML files in `evaluation/configs/` (one per figure row or table),
 flags override them. `--jobs N` runs trials in N local processes, `--scheduler ADDRESS` on a
@@ -374,6 +375,8 @@ SUBCOMMANDS = {
                    _module_parser("offline.newsgroups.experiment")),
     "drift": ("abrupt concept changes: recovery against River's drift-aware learners",
               _module_parser("experiments.drift")),
+    "detector": ("the drift detector's delta: how late it sees a change, its false alarms",
+                 _module_parser("experiments.detector")),
 }
 
 

@@ -1,0 +1,198 @@
+"""How sensitive our models' drift detector is: ADWIN's `delta` against how soon it sees a real
+change and how often it fires on a stream that never changes.
+
+    python -m evaluation detector --seed 1 --out evaluation/results/detector   # docs/drift.md
+    python -m evaluation detector --quick                                       # a minute
+
+For each `delta` of `--deltas`, the model (`DHBM()` at its defaults unless `--model` says
+otherwise) with `drift_detector=drift.ADWIN(delta)` runs
+
+- the drift experiment's SEA scenario (`drift.scenario`: threshold 8 -> 9.5 at row 10,000 of
+  20,000) at 10 % labels, as a drift run does (River's dict API behind a `MinMaxScaler`, the
+  same seeded mask): the first alarm at or after the change is how late the detector saw it;
+- `--rows` rows of the stationary LED and Waveform (the streams of the learning targets) with
+  every row labeled, through the prequential loop of `python -m evaluation run`: every alarm
+  is a false one, and a restart of the learning it costs. (At 10 % labels the detector sees a
+  tenth of the errors and fires even less.)
+
+Writes `detector.csv` (one row per run, the alarms' rows), `detector.md` (the table) and
+`settings.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent import futures
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..runs import registry
+from ..runs.arguments import floats, positive_int
+from ..runs.workers import counting, process_pool
+from . import drift, tracks
+
+__all__ = ["DELTAS", "Run", "add_arguments", "command", "run_one"]
+
+#: ARF's drift detector's, ADWIN's default, ARF's warning detector's (our models' default), one
+#: more sensitive.
+DELTAS = [0.001, 0.002, 0.01, 0.05]
+#: The stationary streams' rows, and the label ratio of the SEA runs.
+ROWS, SEA_LABEL_RATIO = 200_000, 0.1
+QUICK_ROWS = 20_000
+CASES = {
+    "sea": "SEA's alarm",
+    "led-stationary": "false alarms, LED",
+    "waveform-stationary": "false alarms, Waveform",
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One model with one detector delta on one case (`CASES`) and seed: a picklable recipe."""
+
+    case: str
+    model: str
+    delta: float
+    seed: int
+    rows: int = ROWS  # SEA's runs: the drift scenario's, `drift.N_ROWS`
+
+
+def _with_detector(model: str, n_features: int, seed: int, delta: float):
+    from river import drift as river_drift
+
+    return registry.make_model(model, n_features, None, seed=seed, preset="default",
+                               params={"drift_detector": river_drift.ADWIN(delta=delta)})
+
+
+def run_one(r: Run) -> dict:
+    """The rows where the detector fired; for SEA, also the first one at or after the change."""
+    from river import preprocessing
+
+    from evaluation.prequential import last_step, prequential
+
+    if r.case == "sea":
+        first_generator = drift.SCENARIOS["sea"][1](r.seed)[0]
+        model = preprocessing.MinMaxScaler() | _with_detector(
+            r.model, first_generator.n_features, r.seed, r.delta)
+        keep = np.random.default_rng([r.seed, 7919]).random(drift.N_ROWS) < SEA_LABEL_RATIO
+        for i, (x, y) in enumerate(drift.scenario("sea", r.seed)):
+            model.predict_one(x)
+            if keep[i]:
+                model.learn_one(x, y)
+            else:
+                model.learn_one(x)
+    else:
+        dataset = registry.masked_stream(r.case, r.seed, 1.0, None, r.seed)
+        model = _with_detector(r.model, dataset.n_features, r.seed, r.delta)
+        prequential(dataset, model, r.rows)
+    alarms = list(last_step(model).drift_rows)
+    after = [a for a in alarms if a >= drift.CHANGE_AT] if r.case == "sea" else []
+    return asdict(r) | {"alarms": " ".join(map(str, alarms)),
+                        "n_alarms": len(alarms), "first_after_change": after[0] if after else None}
+
+
+def _cell(run: dict) -> str:
+    if run["case"] == "sea":
+        first = run["first_after_change"]
+        return "none" if first is None or first != first else f"{int(first):,}"  # NaN: none
+    return str(run["n_alarms"])
+
+
+def table_markdown(frame, command_line: str) -> str:
+    """One row per delta: SEA's alarm after the change, the false alarms of each stationary
+    stream (per seed, separated by semicolons)."""
+    model = frame.model.iloc[0]
+    lines = [
+        f"`{command_line}`", "",
+        f"`{model}` with `drift_detector=drift.ADWIN(delta)`, seeds "
+        f"{', '.join(map(str, sorted(frame.seed.unique())))}: the row of the first alarm at or "
+        f"after SEA's change at row {drift.CHANGE_AT:,} ({SEA_LABEL_RATIO * 100:g} % labels) and "
+        f"the alarms over {int(frame[frame.case != 'sea'].rows.iloc[0]):,} rows of the "
+        "stationary LED and Waveform (every row labeled).", "",
+        "| delta | " + " | ".join(CASES[c] for c in CASES) + " |",
+        "|---:|" + "---:|" * len(CASES),
+    ]
+    for delta, block in frame.groupby("delta", sort=True):
+        cells = ["; ".join(_cell(run) for _, run in block[block.case == case].iterrows())
+                 for case in CASES]
+        lines.append(f"| {delta:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--deltas", type=floats, default=DELTAS,
+                   help="comma-separated ADWIN confidences, each in (0, 1)")
+    p.add_argument("--model", default="dhbm-mf", help="one of this project's registry models")
+    p.add_argument("--rows", type=positive_int, default=ROWS,
+                   help="rows of each stationary stream")
+    p.add_argument("--seeds", type=positive_int, default=1,
+                   help="seeds --seed, --seed + 1, ... of every run")
+    p.add_argument("--seed", type=int, default=0, help="the first seed")
+    p.add_argument("--quick", action="store_true",
+                   help=f"{QUICK_ROWS:,} rows of each stationary stream")
+    p.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
+    p.add_argument("--out", type=Path, default=Path("results/detector"),
+                   help="output directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=command)
+
+
+def plan(args) -> list[Run]:
+    """The runs `args` ask for, every value checked (ValueError otherwise)."""
+    if not tracks.ours(args.model):
+        raise ValueError(f"Invalid model {args.model!r}: the detector belongs to this project's "
+                         f"models ({', '.join(registry.MODELS)})")
+    for delta in args.deltas:
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"Invalid delta ({delta}). Must be in (0, 1)")
+    rows = QUICK_ROWS if args.quick else args.rows
+    seeds = range(args.seed, args.seed + args.seeds)
+    return [Run(case, args.model, delta, seed, drift.N_ROWS if case == "sea" else rows)
+            for delta in args.deltas for case in CASES for seed in seeds]
+
+
+def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
+    from ..runs import progress
+
+    results: list = [None] * len(runs)
+    with progress.bar(len(runs), "detector", unit="run", quiet=quiet) as bar, counting(results):
+        if jobs <= 1:
+            for i, r in enumerate(runs):
+                results[i] = run_one(r)
+                bar.update()
+            return results
+        import multiprocessing as mp
+
+        from ..runs.warmup import warm_up
+
+        warm_up([(registry.make_model(runs[0].model, 2, None, seed=1, preset="default"), 2)])
+        with process_pool(jobs, context=mp.get_context("forkserver")) as pool:
+            pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
+            for f in futures.as_completed(pending):
+                results[pending[f]] = f.result()
+                bar.update()
+    return results
+
+
+def command(args) -> int:
+    import pandas as pd
+
+    from ..runs.files import atomic_write_all, check_writable, result_jobs
+
+    try:
+        runs = plan(args)
+        out = check_writable(args.out)
+    except ValueError as e:
+        print("error:", " ".join(str(e).split()), file=sys.stderr)
+        return 2
+    frame = pd.DataFrame(run_all(runs, args.jobs, args.quiet))
+    table = table_markdown(frame, args.command_line)
+    settings = {"command": args.command_line, "runs": len(runs),
+                "sea": drift.SCENARIOS["sea"][0]}
+    for path in atomic_write_all(result_jobs(out, "detector", frame, table, settings)):
+        print(path)
+    print(table)
+    return 0
