@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent import futures
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import numpy as np
 
 from ..runs import registry
 from ..runs.arguments import floats, positive_int
-from ..runs.workers import counting, process_pool
+from ..runs.workers import counting, run_each
 from . import drift, tracks
 
 __all__ = ["DELTAS", "Run", "add_arguments", "command", "run_one"]
@@ -156,24 +155,13 @@ def plan(args) -> list[Run]:
 
 def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
     from ..runs import progress
+    from ..runs.warmup import warm_up
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "detector", unit="run", quiet=quiet) as bar, counting(results):
-        if jobs <= 1:
-            for i, r in enumerate(runs):
-                results[i] = run_one(r)
-                bar.update()
-            return results
-        import multiprocessing as mp
-
-        from ..runs.warmup import warm_up
-
-        warm_up([(registry.make_model(runs[0].model, 2, None, seed=1, preset="default"), 2)])
-        with process_pool(jobs, context=mp.get_context("forkserver")) as pool:
-            pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
-            for f in futures.as_completed(pending):
-                results[pending[f]] = f.result()
-                bar.update()
+        if jobs > 1:
+            warm_up([(registry.make_model(runs[0].model, 2, None, seed=1, preset="default"), 2)])
+        run_each(run_one, runs, results, jobs, bar)
     return results
 
 

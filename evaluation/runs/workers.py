@@ -23,7 +23,7 @@ import threading
 import time
 from concurrent import futures
 
-__all__ = ["Interrupted", "counting", "deferred_interrupt", "process_pool"]
+__all__ = ["Interrupted", "counting", "deferred_interrupt", "process_pool", "run_each"]
 
 #: How often (seconds) a worker checks that its parent is alive.
 WATCH_SECONDS = 0.5
@@ -99,6 +99,25 @@ def process_pool(jobs: int, context=None, initializer=None, initargs=()):
         raise
     pool.shutdown(wait=True)
 
+
+
+def run_each(run_one, runs: list, results: list, jobs: int = 1, bar=None) -> None:
+    """`results[i] = run_one(runs[i])` for every run: here with `jobs` 1, otherwise in a
+    `process_pool` of `jobs` forkserver workers (the models' kernels compiled beforehand, so
+    that the workers load Numba's cache), `bar.update()` after each. Call it inside
+    `counting(results)`."""
+    if jobs <= 1:
+        for i, r in enumerate(runs):
+            results[i] = run_one(r)
+            if bar is not None:
+                bar.update()
+        return
+    with process_pool(jobs, context=multiprocessing.get_context("forkserver")) as pool:
+        pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
+        for f in futures.as_completed(pending):
+            results[pending[f]] = f.result()
+            if bar is not None:
+                bar.update()
 
 def _launch(pool, jobs: int, context) -> None:
     """Start the workers now, so that no process of the pool starts up while Ctrl-C can
