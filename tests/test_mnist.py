@@ -127,20 +127,23 @@ def test_cli_append_adds_trials_with_the_chosen_point(tmp_path, capsys):
                       .replace("epochs = 6", "epochs = 1"))
     out = tmp_path / "out"
     base = ["mnist", "--data", str(data_dir), "--config", str(config), "--out", str(out),
-            "--quiet"]
+            "--quiet", "--keep-best"]
     assert mnist.run(parse(base)) == 0
-    first = pd.read_csv(out / "results.csv")
+    first, first_curve = pd.read_csv(out / "results.csv"), pd.read_csv(out / "curves.csv")
     selection = (out / "selection.csv").read_text()
     assert mnist.run(parse(base + ["--append"])) == 0
     both = pd.read_csv(out / "results.csv")
     assert list(both["trial"]) == [0, 1] and both.iloc[0].equals(first.iloc[0])
+    curves = pd.read_csv(out / "curves.csv")  # the earlier trial's curve is kept
+    assert set(curves["trial"]) == {0, 1}
+    assert curves[curves["trial"] == 0].reset_index(drop=True).equals(first_curve)
     assert both["learning_rate"].nunique() == 1 and (out / "selection.csv").read_text() == selection
     assert "2 trials" in (out / "summary.md").read_text()
     assert mnist.run(parse(base + ["--append", "--first-trial", "1"])) == 2
     assert "already in" in capsys.readouterr().err
     assert mnist.run(parse(base + ["--append", "--set", "corruption=0.5"])) == 2
     assert "corruption" in capsys.readouterr().err
-    assert mnist.run(parse(base[:-3] + ["--out", str(tmp_path / "empty"), "--append"])) == 2
+    assert mnist.run(parse(base[:-4] + ["--out", str(tmp_path / "empty"), "--append"])) == 2
     assert "Nothing to append to" in capsys.readouterr().err
 
 

@@ -78,6 +78,15 @@ def read_run(out: Path, purpose: str = "append to") -> tuple[list[dict], dict]:
     with open(out / "results.csv", newline="") as f:
         rows = [{k: (_RESULT_TYPES[k](v) if k in _RESULT_TYPES and v != "" else v)
                  for k, v in row.items()} for row in csv.DictReader(f)]
+    curves: dict = {}  # each earlier trial keeps its validation curve in the rewritten file
+    if (out / "curves.csv").is_file():
+        with open(out / "curves.csv", newline="") as f:
+            for point in csv.DictReader(f):
+                curves.setdefault(int(point["trial"]), []).append(
+                    (int(point["updates"]), float(point["validation_error"])))
+    for row in rows:
+        if row["trial"] in curves:
+            row["curve"] = curves[row["trial"]]
     return rows, record
 
 
@@ -100,6 +109,15 @@ def read_previous(out: Path, settings: dict) -> tuple[list[dict], dict]:
     with open(out / "results.csv", newline="") as f:
         rows = [{k: (_RESULT_TYPES[k](v) if k in _RESULT_TYPES and v != "" else v)
                  for k, v in row.items()} for row in csv.DictReader(f)]
+    curves: dict = {}  # each earlier trial keeps its validation curve in the rewritten file
+    if (out / "curves.csv").is_file():
+        with open(out / "curves.csv", newline="") as f:
+            for point in csv.DictReader(f):
+                curves.setdefault(int(point["trial"]), []).append(
+                    (int(point["updates"]), float(point["validation_error"])))
+    for row in rows:
+        if row["trial"] in curves:
+            row["curve"] = curves[row["trial"]]
     return rows, record
 
 
