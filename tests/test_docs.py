@@ -140,7 +140,8 @@ def test_the_readmes_headline_is_the_suites_results():
     results = ROOT / "evaluation" / "results"
     runs = pd.concat(pd.read_csv(results / name / "suite.csv")
                      for name in ("suite-safety", "suite-peers", "suite-safety-mnist"))
-    mean = runs.dropna(subset=["accuracy"]).groupby(["model", "stream", "label_ratio"]).accuracy.mean()
+    mean = runs.dropna(subset=["accuracy"]).groupby(
+        ["model", "stream", "label_ratio"]).accuracy.mean()
     text = (ROOT / "README.md").read_text()
     checked = 0
     for ratio in (0.1, 0.01):
@@ -151,6 +152,7 @@ def test_the_readmes_headline_is_the_suites_results():
             label, *cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
             for stream, cell in zip(streams, cells, strict=True):
                 expected = mean.get((HEADLINE_MODELS[label], stream, ratio))
-                assert cell == ("" if expected is None else f"{expected:.3f}"), (label, stream, ratio)
+                wanted = "" if expected is None else f"{expected:.3f}"
+                assert cell == wanted, (label, stream, ratio)
                 checked += bool(cell)
     assert checked > 150

@@ -68,8 +68,9 @@ def _without_grid(params: dict) -> dict:
 
 
 def read_run(out: Path, purpose: str = "append to") -> tuple[list[dict], dict]:
-    """The trials (results.csv) and the settings record of an earlier run in `out`;
-    `ValueError` naming `purpose` if it holds none."""
+    """The trials (results.csv, each with its validation `curve` when curves.csv has it) and
+    the settings record of an earlier run in `out`; `ValueError` naming `purpose` if it holds
+    none."""
     out = Path(out)
     if not (out / "results.csv").is_file() or not (out / "settings.json").is_file():
         raise ValueError(f"Nothing to {purpose}: {str(out)!r} holds no results.csv and "
@@ -106,18 +107,6 @@ def read_previous(out: Path, settings: dict) -> tuple[list[dict], dict]:
         if old != new:
             raise ValueError(f"Cannot append to {str(out)!r}: its {key} is {old!r}, "
                              f"this run's is {new!r}")
-    with open(out / "results.csv", newline="") as f:
-        rows = [{k: (_RESULT_TYPES[k](v) if k in _RESULT_TYPES and v != "" else v)
-                 for k, v in row.items()} for row in csv.DictReader(f)]
-    curves: dict = {}  # each earlier trial keeps its validation curve in the rewritten file
-    if (out / "curves.csv").is_file():
-        with open(out / "curves.csv", newline="") as f:
-            for point in csv.DictReader(f):
-                curves.setdefault(int(point["trial"]), []).append(
-                    (int(point["updates"]), float(point["validation_error"])))
-    for row in rows:
-        if row["trial"] in curves:
-            row["curve"] = curves[row["trial"]]
     return rows, record
 
 
