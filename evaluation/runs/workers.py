@@ -100,7 +100,6 @@ def process_pool(jobs: int, context=None, initializer=None, initargs=()):
     pool.shutdown(wait=True)
 
 
-
 def run_each(run_one, runs: list, results: list, jobs: int = 1, bar=None) -> None:
     """`results[i] = run_one(runs[i])` for every run: here with `jobs` 1, otherwise in a
     `process_pool` of `jobs` forkserver workers (the models' kernels compiled beforehand, so

@@ -159,4 +159,3 @@ def _as_recorded(args) -> argparse.Namespace:
         return args  # the verification says what is missing
     return argparse.Namespace(**vars(args) | {key: recorded[key] for key in
                                               ("vocabulary", "headers") if key in recorded})
-
