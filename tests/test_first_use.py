@@ -218,3 +218,20 @@ def test_one_notice_names_every_model_a_runner_compiles(tmp_path):
         "cached afterwards)"
     ]
     assert run() == ""  # both compiled (the markers left): not a word
+
+
+def test_the_behaviour_hash_announces_every_model_it_builds(monkeypatch):
+    """`behaviour_hash` (run by every results-writing command) trains every model of the
+    registry: its notice must name them all before the first compiles, not the first alone."""
+    import numpy as np
+
+    from evaluation.runs import files, registry
+
+    seen, learnt = [], []
+    monkeypatch.setattr(first_use, "announce_compilations",
+                        lambda models: seen.extend(type(m).__name__ for m in models))
+    monkeypatch.setattr(files, "_prequential",
+                        lambda model, *rows: learnt.append(seen[:]) or np.zeros(1))
+    files.behaviour_hash.__wrapped__()
+    assert set(seen) == {class_name for class_name, _ in registry.MODELS.values()}
+    assert learnt and all(names == seen for names in learnt)  # announced before any learnt

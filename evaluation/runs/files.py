@@ -89,6 +89,7 @@ def behaviour_hash() -> str:
     import numpy as np
 
     import river_dhbm
+    from river_dhbm._kernels.first_use import announce_compilations
 
     from . import registry
 
@@ -103,16 +104,15 @@ def behaviour_hash() -> str:
         X, y, labeled = _panel_rows(registry.masked_stream(name, 1, 0.1, None, mask_seed=2))
         add(name, np.round(X, 6) + 0.0, y.astype(np.int64), labeled)
         masked[name] = X, y, labeled
-    classes = {}
+    classes, runs = {}, []  # runs: (what the hash names, a fresh model, its masked stream)
     for name, (class_name, _) in registry.MODELS.items():
-        classes[class_name] = cls = getattr(river_dhbm, class_name)
-        led = masked["led"]
-        width = led[0].shape[1]  # the paper preset's hidden layers are as wide as the input
+        classes[class_name] = getattr(river_dhbm, class_name)
+        width = masked["led"][0].shape[1]  # the paper preset's layers are as wide as the input
         for setting, model_name, preset in (
                 ("default", name, "default"), ("paper", name, "paper"),
                 ("labeled-only", f"{name}{registry.ABLATION_SUFFIX}", "default")):
             model = registry.make_model(model_name, width, None, seed=1, preset=preset)
-            add(name, setting, _prequential(model, *led))
+            runs.append(((name, setting), model, "led"))
     for class_name in ("DHBM", "DHDA"):
         for stream in ("led", "waveform"):
             for hidden in (None, (16, 16)):
@@ -120,7 +120,10 @@ def behaviour_hash() -> str:
                     continue  # learnt above
                 params = {} if hidden is None else {"hidden_sizes": hidden}
                 model = classes[class_name](seed=1, **params)
-                add(class_name, stream, hidden, _prequential(model, *masked[stream]))
+                runs.append(((class_name, stream, hidden), model, stream))
+    announce_compilations(model for _, model, _ in runs)  # one notice naming every model
+    for key, model, stream in runs:
+        add(*key, _prequential(model, *masked[stream]))
     for class_name, cls in sorted(classes.items()):
         add(class_name, [(p.name, p.default) for p in inspect.signature(cls).parameters.values()])
     return digest.hexdigest()[:16]
