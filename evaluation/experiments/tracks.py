@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent import futures
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import pandas as pd
 
 from ..runs import registry
 from ..runs.arguments import names, positive_int, ratio
-from ..runs.workers import counting, process_pool
+from ..runs.workers import counting, run_each
 
 __all__ = ["RIVER_LEARNERS", "TRACKS", "Run", "add_arguments", "plan", "run", "run_one",
            "table_markdown", "write_outputs"]
@@ -203,25 +202,13 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
         firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
         announce(make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
                  for r in firsts)  # one notice names every model that compiles
-        if jobs <= 1:
-            for i, r in enumerate(runs):
-                bar.set_postfix_str(f"{r.dataset} {r.model}")
-                results[i] = run_one(r)
-                bar.update()
-        else:
-            import multiprocessing as mp
-
+        if jobs > 1:
             from ..runs.warmup import warm_up
 
             # compile once here, the workers load Numba's cache
             warm_up((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio),
                      make_dataset(r.dataset).n_features) for r in firsts)
-            context = mp.get_context("forkserver")
-            with process_pool(jobs, context=context) as pool:
-                pending = {pool.submit(run_one, r): i for i, r in enumerate(runs)}
-                for f in futures.as_completed(pending):
-                    results[pending[f]] = f.result()
-                    bar.update()
+        run_each(run_one, runs, results, jobs, bar, name=lambda r: f"{r.dataset} {r.model}")
     return pd.DataFrame([row for rows in results for row in rows])
 
 

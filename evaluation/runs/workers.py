@@ -100,13 +100,15 @@ def process_pool(jobs: int, context=None, initializer=None, initargs=()):
     pool.shutdown(wait=True)
 
 
-def run_each(run_one, runs: list, results: list, jobs: int = 1, bar=None) -> None:
-    """`results[i] = run_one(runs[i])` for every run: here with `jobs` 1, otherwise in a
-    `process_pool` of `jobs` forkserver workers (the models' kernels compiled beforehand, so
-    that the workers load Numba's cache), `bar.update()` after each. Call it inside
-    `counting(results)`."""
+def run_each(run_one, runs: list, results: list, jobs: int = 1, bar=None, name=None) -> None:
+    """`results[i] = run_one(runs[i])` for every run: here with `jobs` 1 (the bar showing
+    `name(run)` while it runs, if given), otherwise in a `process_pool` of `jobs` forkserver
+    workers (the models' kernels compiled beforehand, so that the workers load Numba's cache),
+    `bar.update()` after each. Call it inside `counting(results)`."""
     if jobs <= 1:
         for i, r in enumerate(runs):
+            if bar is not None and name is not None:
+                bar.set_postfix_str(name(r))
             results[i] = run_one(r)
             if bar is not None:
                 bar.update()
@@ -117,6 +119,7 @@ def run_each(run_one, runs: list, results: list, jobs: int = 1, bar=None) -> Non
             results[pending[f]] = f.result()
             if bar is not None:
                 bar.update()
+
 
 def _launch(pool, jobs: int, context) -> None:
     """Start the workers now, so that no process of the pool starts up while Ctrl-C can
