@@ -26,8 +26,6 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ..runs import registry
 from ..runs.arguments import floats, positive_int
 from ..runs.workers import counting, run_each
@@ -59,35 +57,25 @@ class Run:
     rows: int = ROWS  # SEA's runs: the drift scenario's, `drift.N_ROWS`
 
 
-def _with_detector(model: str, n_features: int, seed: int, delta: float):
+def _detector(delta: float) -> dict:
     from river import drift as river_drift
 
-    return registry.make_model(model, n_features, None, seed=seed, preset="default",
-                               params={"drift_detector": river_drift.ADWIN(delta=delta)})
+    return {"drift_detector": river_drift.ADWIN(delta=delta)}
 
 
 def run_one(r: Run) -> dict:
     """The rows where the detector fired; for SEA, also the first one at or after the change."""
-    from river import preprocessing
-
-    from evaluation.prequential import last_step, prequential
-
     if r.case == "sea":
-        first_generator = drift.SCENARIOS["sea"][1](r.seed)[0]
-        model = preprocessing.MinMaxScaler() | _with_detector(
-            r.model, first_generator.n_features, r.seed, r.delta)
-        keep = np.random.default_rng([r.seed, 7919]).random(drift.N_ROWS) < SEA_LABEL_RATIO
-        for i, (x, y) in enumerate(drift.scenario("sea", r.seed)):
-            model.predict_one(x)
-            if keep[i]:
-                model.learn_one(x, y)
-            else:
-                model.learn_one(x)
+        sea = drift.run_one(drift.Run("sea", r.model, SEA_LABEL_RATIO, r.seed), _detector(r.delta))
+        alarms = [int(row) for row in sea["drift_rows"].split()]
     else:
+        from evaluation.prequential import last_step, prequential
+
         dataset = registry.masked_stream(r.case, r.seed, 1.0, None, r.seed)
-        model = _with_detector(r.model, dataset.n_features, r.seed, r.delta)
+        model = registry.make_model(r.model, dataset.n_features, None, seed=r.seed,
+                                    preset="default", params=_detector(r.delta))
         prequential(dataset, model, r.rows)
-    alarms = list(last_step(model).drift_rows)
+        alarms = list(last_step(model).drift_rows)
     after = [a for a in alarms if a >= drift.CHANGE_AT] if r.case == "sea" else []
     return asdict(r) | {"alarms": " ".join(map(str, alarms)),
                         "n_alarms": len(alarms), "first_after_change": after[0] if after else None}

@@ -143,13 +143,14 @@ class Run:
     window: int = WINDOW
 
 
-def run_one(r: Run) -> dict:
-    """Test-then-train over the scenario's rows; the windows' accuracies and the rolling curve."""
+def run_one(r: Run, params: dict | None = None) -> dict:
+    """Test-then-train over the scenario's rows (the model with `params` on top of its
+    defaults); the windows' accuracies, the rolling curve and the detector's alarms."""
     from evaluation.prequential import last_step
 
     # each model in its usual pipeline, as on River's tracks (our models learn every row)
     first_generator = SCENARIOS[r.scenario][1](r.seed)[0]
-    model = tracks.make_model(r.model, first_generator, r.seed, r.label_ratio)
+    model = tracks.make_model(r.model, first_generator, r.seed, r.label_ratio, params)
     keep = np.random.default_rng([r.seed, 7919]).random(r.n_rows) < r.label_ratio
     correct = np.zeros(r.n_rows, dtype=bool)
     for i, (x, y) in enumerate(scenario(r.scenario, r.seed, r.n_rows, r.change_at)):
@@ -242,7 +243,8 @@ def table_markdown(frame, command_line: str) -> str:
                   "| scenario | model | before | just after | recovered | end | alarms |",
                   "|---|---|---:|---:|---:|---:|---|"]
         for (name, model), runs in block.groupby(["scenario", "model"], sort=False):
-            alarms = "; ".join(str(a) or "none" for a in runs.drift_rows) if tracks.ours(model) else ""
+            ours = tracks.ours(model)
+            alarms = "; ".join(str(a) or "none" for a in runs.drift_rows) if ours else ""
             cells = " | ".join(f"{runs[c].mean():.3f}" for c in columns)
             lines.append(f"| {name} | `{model}` | {cells} | {alarms} |")
         lines.append("")

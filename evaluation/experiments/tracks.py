@@ -82,15 +82,18 @@ def make_dataset(name: str):
     return getattr(datasets, name)()
 
 
-def make_model(name: str, dataset, seed: int | None, label_ratio: float = 1.0):
-    """`name` in its usual pipeline; with `label_ratio < 1` a River learner goes behind
-    `streams.LabeledOnly` (it learns the labeled rows only)."""
+def make_model(name: str, dataset, seed: int | None, label_ratio: float = 1.0,
+               params: dict | None = None):
+    """`name` (with `params` on top of its defaults) in its usual pipeline; with
+    `label_ratio < 1` a River learner goes behind `streams.LabeledOnly` (it learns the labeled
+    rows only)."""
     from river import preprocessing
     from river.checks.utils import seed_params
 
     import streams
 
-    model = registry.make_model(name, dataset.n_features, None, seed=seed, preset="default")
+    model = registry.make_model(name, dataset.n_features, None, seed=seed, params=params,
+                                preset="default")
     if ours(name):
         return preprocessing.MinMaxScaler() | model  # it learns every row, labeled or not
     if seed is not None:  # River's way to seed every part, e.g. the KNN's search engine
