@@ -80,7 +80,8 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     p.add_argument("--step", type=positive_int, help="record the curve every STEP instances")
     p.add_argument("--preset", choices=registry.PRESETS,
                    help="this project's models: the paper's literal settings or the class "
-                   "defaults (what learns best)")
+                   "defaults (what learns best) (default: the config's; run without --config: "
+                   "default)")
     p.add_argument("--seed", type=int, default=0, help="base seed of every trial")
     p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter, e.g. --set learning_rate=0.05 (repeatable)")

@@ -11,8 +11,8 @@ __all__ = ["EPILOG", "HelpFormatter", "assignment", "floats", "names", "non_nega
 
 #: The end of every command's help: where the words it uses are explained.
 EPILOG = ("Words used here (prequential, faded error, label ratio, ablation, peer, cell, seed, "
-          "...): docs/glossary.md. Seeds: --seeds N runs N repetitions numbered from --seed "
-          "(default 0) in every command.")
+          "...): docs/glossary.md. Seeds: in every command --seeds N runs N repetitions "
+          "k = 0..N-1, repetition k seeded from --seed (default 0) and k (glossary: Seed).")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -27,7 +27,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     def _get_help_string(self, action):
         text = action.help or ""
         if (action.default is argparse.SUPPRESS or not action.option_strings
-                or action.nargs == 0 or "default" in text or "config:" in text):
+                or action.nargs == 0 or "(default" in text or "default:" in text
+                or "(config:" in text):
             return text  # a flag (off by default), a positional, or a default already named
         if action.default is None or action.default == []:
             return f"{text} (default: {self.unset})"

@@ -105,19 +105,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"The data directory holds {', '.join(FILES)} (raw or .gz)."
     )
     p.add_argument("--data", help=f"directory of the four MNIST files (default: ${ENV_VAR})")
-    add_protocol_flags(p, "mnist", "images",
-                       {"trials": 10, "labels": 100, "validation": 1000, "epochs": 6})
+    add_protocol_flags(p, "mnist", "images")
     p.set_defaults(func=run)
 
 
-def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
+def add_protocol_flags(p, experiment: str, rows: str) -> None:
     """The flags of an offline run of the paper's protocol (`mnist`, `newsgroups`): the
     table row, the config and its overrides, the trials, the output. `rows` names the
-    training rows ("images"), `defaults` the configs' trials, labels and epochs."""
+    training rows ("images"); the help quotes the settings of the default row's config."""
+    from ...runs import registry
+
+    with open(registry.config_path(f"{experiment}_dhbm"), "rb") as f:
+        defaults = tomllib.load(f)
     p.add_argument("--model", choices=sorted(MODELS), default="dhbm",
                    help="table row (default dhbm)")
     p.add_argument("--config",
-                   help=f"a TOML config instead of configs/{experiment}_<model>.toml")
+                   help=f"a TOML config (default: configs/{experiment}_<model>.toml)")
     p.add_argument("--trials", "--seeds", type=positive_int, dest="trials",
                    help=f"trials after the selection (config: {defaults['trials']})")
     p.add_argument("--first-trial", type=int,
@@ -137,8 +140,10 @@ def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
     p.add_argument("--lr", type=floats, help="learning-rate grid, e.g. 0.05,0.08,0.11")
     p.add_argument("--beta", type=floats, help="beta grid, e.g. 0.35,0.6,0.9")
     p.add_argument("--select-train", type=positive_int,
-                   help=f"unlabeled {rows} of each grid-search run (config value)")
-    p.add_argument("--select-epochs", type=positive_int, help="epochs of each grid-search run")
+                   help=f"unlabeled {rows} of each grid-search run (config: "
+                   f"{defaults['select_train']})")
+    p.add_argument("--select-epochs", type=positive_int,
+                   help=f"epochs of each grid-search run (config: {defaults['select_epochs']})")
     p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter on top of the config, e.g. --set mf_steps=2 (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="base seed")
@@ -152,7 +157,8 @@ def add_protocol_flags(p, experiment: str, rows: str, defaults: dict) -> None:
                    help="run trial TRIAL of the results in --out again with the settings they "
                    "recorded (not the config's) and compare every figure; when all are equal, "
                    "record today's code and behaviour in its settings.json (results today's "
-                   "code reproduces are not stale); exit 1 on a difference")
+                   "code reproduces are not stale); exit 1 on a difference (default: none, "
+                   "no verification)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 

@@ -96,8 +96,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headers", choices=HEADERS, default="subject",
                    help="of each post's header block keep the Subject line's words (default), "
                    "nothing, or everything")
-    add_protocol_flags(p, "newsgroups", "posts",
-                       {"trials": 5, "labels": 200, "validation": 1000, "epochs": 20})
+    add_protocol_flags(p, "newsgroups", "posts")
     p.set_defaults(func=run)
 
 
