@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import numbers
+import reprlib
 
 import numpy as np
 from river import base
@@ -66,8 +67,10 @@ class LabelMask(datasets_base.SyntheticDataset):
         draws its own ratio uniformly from `[0, 2 * label_ratio]` and labels that share of the
         block (see Notes), so some blocks are fully unlabeled.
     seed
-        Seed of the mask. Iterating twice over the same object yields the same mask; `None`
-        draws a fresh seed once, when the object is created.
+        Seed of the mask. Iterating twice over the same object yields the same mask (over a
+        dataset that can be iterated again: an iterator, such as a generator or River's
+        `take(n)`, is used up by the first pass); `None` draws a fresh seed once, when the
+        object is created.
     delay
         A kept label reaches the learner `delay` instances after its row was predicted; the
         row itself is shown unlabeled when it arrives (capymoa's `prequential_ssl_evaluation`
@@ -194,15 +197,15 @@ class LabelMask(datasets_base.SyntheticDataset):
             or not isinstance(label_ratio, numbers.Real)
             or not 0.0 <= label_ratio <= 1.0
         ):
-            raise ValueError(f"Invalid label_ratio ({label_ratio}). Valid range is [0, 1]")
+            raise ValueError(f"Invalid label_ratio ({label_ratio!r}). Valid range is [0, 1]")
         if batch_size is not None and (
             isinstance(batch_size, bool)
             or not isinstance(batch_size, numbers.Integral)
             or batch_size < 1
         ):
-            raise ValueError(f"Invalid batch_size ({batch_size}). Must be None or an int >= 1")
+            raise ValueError(f"Invalid batch_size ({batch_size!r}). Must be None or an int >= 1")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-            raise ValueError(f"Invalid seed ({seed}). Must be None or an int")
+            raise ValueError(f"Invalid seed ({seed!r}). Must be None or an int")
         for name, value in (("delay", delay), ("warm_up", warm_up)):
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
                 raise ValueError(f"Invalid {name} ({value!r}). Must be an int >= 0")
@@ -270,16 +273,26 @@ class LabelMask(datasets_base.SyntheticDataset):
             ranks = rng.random((n_batches, k)).argsort(axis=1).argsort(axis=1)
             yield (ranks < counts[:, None]).ravel()
 
+    def _pairs(self):
+        """The wrapped dataset's rows as `(x, y)`, a row that is not a pair named in one line."""
+        for i, row in enumerate(self.dataset):
+            try:
+                x, y = row
+            except (TypeError, ValueError):
+                raise ValueError(f"Invalid row {i} of the dataset ({reprlib.repr(row)}). Must be "
+                                 "an (x, y) pair") from None
+            yield x, y
+
     def __iter__(self):
         flags = (flag for block in self._mask_blocks() for flag in block.tolist())
         if not self.delay:
-            for (x, y), labeled in zip(self.dataset, flags):
+            for (x, y), labeled in zip(self._pairs(), flags):
                 yield x, y, {"labeled": labeled}
             return
         # Delayed labels: a kept row comes unlabeled; its label comes back in the `late` list
         # of the row after which it is due (`delay` rows later, before the next prediction).
         pending = collections.deque()  # (due row, x, y) of kept rows whose label is late
-        for i, ((x, y), kept) in enumerate(zip(self.dataset, flags)):
+        for i, ((x, y), kept) in enumerate(zip(self._pairs(), flags)):
             late = kept and i >= self.warm_up
             if late:
                 pending.append((i + self.delay - 1, x, y))
@@ -355,6 +368,11 @@ class LabeledOnly(base.Wrapper, base.Classifier):
     """
 
     def __init__(self, classifier: base.Classifier):
+        if not isinstance(classifier, base.Classifier):
+            name = getattr(classifier, "__name__", "")
+            what = (f"the class {name}; pass an instance, e.g. {name}()"
+                    if isinstance(classifier, type) else type(classifier).__name__)
+            raise ValueError(f"Invalid classifier ({what}). Must be a River classifier")
         self.classifier = classifier
 
     @property

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from river import checks, compose, evaluate, metrics, naive_bayes, preprocessing
+from river import checks, evaluate, metrics, naive_bayes, preprocessing
 from scipy import stats
 
 from streams.masking import LabelMask, LabeledOnly
@@ -372,3 +372,21 @@ def test_a_list_of_pairs_is_a_dataset_and_its_errors_are_one_line():
     with pytest.raises(AttributeError, match="iter_arrays needs a stream") as info:
         masked.iter_arrays(10)
     assert "\n" not in str(info.value)
+
+
+def test_a_row_that_is_not_a_pair_is_named_in_one_line():
+    for rows in ([1, 2], [({"a": 1.0}, 1, 2)]):
+        with pytest.raises(ValueError, match=r"^Invalid row 0 of the dataset \(.+\)\. Must be an"):
+            list(LabelMask(rows, label_ratio=0.5, seed=1))
+    with pytest.raises(ValueError, match=r"Invalid label_ratio \('0.5'\)"):
+        LabelMask([], label_ratio="0.5")
+
+
+def test_labeled_only_takes_a_river_classifier_and_says_so_in_one_line():
+    from river import datasets
+
+    with pytest.raises(ValueError, match=r"the class GaussianNB; pass an instance, e\.g\. "
+                       r"GaussianNB\(\)\)\. Must be a River classifier"):
+        LabeledOnly(naive_bayes.GaussianNB)
+    with pytest.raises(ValueError, match=r"^Invalid classifier \(Phishing\)\. Must be a River"):
+        LabeledOnly(datasets.Phishing())
