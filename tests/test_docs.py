@@ -156,3 +156,26 @@ def test_the_readmes_headline_is_the_suites_results():
                 assert cell == wanted, (label, stream, ratio)
                 checked += bool(cell)
     assert checked > 150
+
+
+def test_the_readmes_figure_3_is_the_reproduce_runs_summary():
+    """The README's Figure 3 figures are typed too: each must be the final faded error (mean
+    ± standard error, %) that `reproduce` wrote to evaluation/results/paper/summary.csv."""
+    import pandas as pd
+
+    summary = pd.read_csv(ROOT / "evaluation" / "results" / "paper" / "summary.csv")
+    final = {(r.model, r.stream): (f"{100 * r.final_faded_error:.2f}",
+                                   f"{100 * r.final_faded_error_se:.2f}")
+             for r in summary.itertuples()}
+    text = " ".join((ROOT / "README.md").read_text().split())
+
+    def both(model, with_se):
+        (w, w_se), (led, led_se) = final[model, "waveform"], final[model, "led"]
+        return f"{w} ± {w_se} / {led} ± {led_se} %" if with_se else f"{w} / {led} %"
+
+    assert set(summary.trials) == {10} and "Final faded error, 10 trials" in text
+    (w, w_se), (led, led_se) = final["dhbm-mf", "waveform"], final["dhbm-mf", "led"]
+    assert f"DHBM-MF {w} ± {w_se} % (Waveform) and {led} ± {led_se} % (LED)" in text
+    assert f"DHDA {both('dhda', True)}" in text
+    assert f"pseudo-labeled MLP ({both('pl-mlp', False)})" in text
+    assert f"does not learn ({both('dhbm-sap', False)})" in text
