@@ -249,7 +249,7 @@ def _execute(trials, settings, args, figure: str) -> int:
     scheduler = args.scheduler
     try:
         results = experiment.run_trials(trials, jobs=args.jobs, scheduler=scheduler,
-                                        quiet=args.quiet)
+                                        quiet=args.quiet, recording=args.out is not None)
     except OSError as e:
         if scheduler is not None:
             raise BadArguments(f"cannot reach the Dask scheduler {scheduler!r}: {e}") from None

@@ -39,8 +39,9 @@ def test_warm_up_teaches_one_mini_batch(arrays):
 
 def test_every_jobs_runner_warms_up_first(monkeypatch):
     calls = []
-    monkeypatch.setattr(warmup, "warm_up", lambda pairs, arrays=False: calls.append(
-        ([type(warmup.last_step(m)).__name__ for m, _ in pairs], arrays)))
+    monkeypatch.setattr(warmup, "warm_up", lambda pairs, arrays=False, recording=False:
+                        calls.append(([type(warmup.last_step(m)).__name__ for m, _ in pairs],
+                                      arrays)))
     suite.run(["led"], [0.5], ["dhbm-mf", "GaussianNB"], [1], instances=60, jobs=2,
               progress=False)
     assert calls == [(["DHBM", "GaussianNB"], False)]  # warm_up itself skips GaussianNB
@@ -82,3 +83,19 @@ def test_a_worker_compiles_nothing_after_the_parent(tmp_path):
     after_parent = cached("parent")
     assert after_parent != "[]"
     assert cached("worker") == after_parent
+
+
+def test_a_job_that_records_its_results_names_the_behaviour_panels_models(monkeypatch):
+    """Writing results computes the behaviour hash, which trains a panel of every model kind:
+    a recording job's one compile notice names those too, a job that writes nothing does not."""
+    from evaluation.runs import registry, warmup
+    from river_dhbm import DHBM
+    from river_dhbm._kernels import first_use
+
+    named = []
+    monkeypatch.setattr(first_use, "announce_compilations",
+                        lambda models: named.append({type(m).__name__ for m in models}))
+    warmup.announce([DHBM()])
+    warmup.announce([DHBM()], recording=True)
+    assert named[0] == {"DHBM"}
+    assert named[1] == {class_name for class_name, _ in registry.MODELS.values()}

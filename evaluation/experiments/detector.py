@@ -143,10 +143,12 @@ def plan(args) -> list[Run]:
 
 def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
     from ..runs import progress
-    from ..runs.warmup import warm_up
+    from ..runs.warmup import announce, warm_up
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "detector", unit="run", quiet=quiet) as bar, counting(results):
+        announce([registry.make_model(runs[0].model, 2, None, seed=1, preset="default")],
+                 recording=True)  # one notice, the results' behaviour panel too
         if jobs > 1:
             warm_up([(registry.make_model(runs[0].model, 2, None, seed=1, preset="default"), 2)])
         run_each(run_one, runs, results, jobs, bar)

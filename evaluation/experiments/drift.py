@@ -215,12 +215,14 @@ def plan(args) -> list[Run]:
 
 def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
     from ..runs import progress
-    from ..runs.warmup import warm_up
+    from ..runs.warmup import announce, warm_up
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "drift", unit="run", quiet=quiet) as bar, counting(results):
+        firsts = {r.model: r for r in runs if tracks.ours(r.model)}.values()
+        announce((registry.make_model(r.model, 2, None, seed=1, preset="default")
+                  for r in firsts), recording=True)  # one notice, the results' panel too
         if jobs > 1:
-            firsts = {r.model: r for r in runs if tracks.ours(r.model)}.values()
             warm_up((registry.make_model(r.model, 2, None, seed=1, preset="default"), 2)
                     for r in firsts)
         run_each(run_one, runs, results, jobs, bar)

@@ -319,7 +319,7 @@ def run(args) -> int:
         return _fail(str(e))
     try:
         results = experiment.run_trials(trials, jobs=args.jobs, scheduler=args.scheduler,
-                                        quiet=args.quiet)
+                                        quiet=args.quiet, recording=True)
     except OSError as e:
         return _fail(f"cannot run the trials: {e}")
     runs = runs_frame(results)

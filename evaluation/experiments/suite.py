@@ -308,7 +308,8 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
     with progress_bar(len(tasks), "suite", unit="run", quiet=not progress) as bar, \
             counting(rows):
         ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
-        announce(make_learner(m, seeds[0])[0] for m in ours)  # one notice names them all
+        # one notice names them all, and the models of the behaviour hash the results record
+        announce((make_learner(m, seeds[0])[0] for m in ours), recording=True)
         if jobs == 1:
             for i, t in enumerate(tasks):
                 rows[i] = _task(t)

@@ -203,8 +203,9 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
         from ..runs.warmup import announce
 
         firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
-        announce(make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
-                 for r in firsts)  # one notice names every model that compiles
+        # one notice names every model that compiles, the results' behaviour panel too
+        announce((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
+                  for r in firsts), recording=True)
         if jobs > 1:
             from ..runs.warmup import warm_up
 

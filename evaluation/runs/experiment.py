@@ -158,7 +158,8 @@ class _Bars:
         self.total.close()
 
 
-def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool = False) -> list:
+def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool = False,
+               recording: bool = False) -> list:
     """Run `trials` and return their results in the same order.
 
     `jobs` > 1 runs them in that many local worker processes, `scheduler` (the address of a
@@ -171,14 +172,15 @@ def run_trials(trials, jobs: int = 1, scheduler: str | None = None, quiet: bool 
         if scheduler is not None:
             return _run_dask(trials, scheduler, bars)
         if jobs <= 1 or len(trials) == 1:
-            announce(t.build()[1] for t in _kinds(trials))  # one notice names every model
+            # one notice names every model (`recording`: the results' behaviour panel too)
+            announce((t.build()[1] for t in _kinds(trials)), recording)
             results: list = [None] * len(trials)
             with counting(results, "trials"):
                 for i, t in enumerate(trials):
                     results[i] = run_trial(t, progress=lambda n, i=i: bars.update(i, n))
                     bars.done(i)
             return results
-        return _run_processes(trials, jobs, bars)
+        return _run_processes(trials, jobs, bars, recording)
     finally:
         bars.close()
 
@@ -194,7 +196,7 @@ def _kinds(trials) -> list:
     return list(kinds.values())
 
 
-def _warm_up(trials) -> None:
+def _warm_up(trials, recording: bool) -> None:
     """Compile each of this project's models the trials run, here, once (`warmup.warm_up`)."""
     from .warmup import warm_up
 
@@ -202,14 +204,15 @@ def _warm_up(trials) -> None:
     for dataset, _ in built:  # the streams' own kernels, and the curve's
         X, y, _ = next(dataset.iter_arrays(100))
         Curve(len(y), len(y), 0.995).fold(np.ones(len(y)))
-    warm_up(((model, dataset.n_features) for dataset, model in built), arrays=True)
+    warm_up(((model, dataset.n_features) for dataset, model in built), arrays=True,
+            recording=recording)
 
 
-def _run_processes(trials, jobs, bars) -> list:
+def _run_processes(trials, jobs, bars, recording: bool) -> list:
     import multiprocessing as mp
     import queue as queue_module
 
-    _warm_up(trials)
+    _warm_up(trials, recording)
 
     # Workers fork from a server that imported this module once: cheap to start, and no
     # threads of this process (progress bars) are copied into them.

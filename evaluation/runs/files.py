@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .workers import deferred_interrupt
 
-__all__ = ["atomic_write", "atomic_write_all", "behaviour_hash", "check_writable", "figure_job",
+__all__ = ["atomic_write", "atomic_write_all", "behaviour_hash", "behaviour_models",
+           "check_writable", "figure_job",
            "record_behaviour", "result_jobs", "settings_job", "sources_hash"]
 
 #: The packages whose code a result depends on: the models and the streams.
@@ -104,10 +105,26 @@ def behaviour_hash() -> str:
         X, y, labeled = _panel_rows(registry.masked_stream(name, 1, 0.1, None, mask_seed=2))
         add(name, np.round(X, 6) + 0.0, y.astype(np.int64), labeled)
         masked[name] = X, y, labeled
-    classes, runs = {}, []  # runs: (what the hash names, a fresh model, its masked stream)
-    for name, (class_name, _) in registry.MODELS.items():
-        classes[class_name] = getattr(river_dhbm, class_name)
-        width = masked["led"][0].shape[1]  # the paper preset's layers are as wide as the input
+    runs = _panel_models(masked["led"][0].shape[1])
+    announce_compilations(model for _, model, _ in runs)  # one notice naming every model
+    for key, model, stream in runs:
+        add(*key, _prequential(model, *masked[stream]))
+    classes = {class_name: getattr(river_dhbm, class_name)
+               for class_name, _ in registry.MODELS.values()}
+    for class_name, cls in sorted(classes.items()):
+        add(class_name, [(p.name, p.default) for p in inspect.signature(cls).parameters.values()])
+    return digest.hexdigest()[:16]
+
+
+def _panel_models(width: int) -> list:
+    """The behaviour panel's fresh models as `(what the hash names, model, its stream)`; `width`
+    is the LED's, as wide as the paper preset's hidden layers."""
+    import river_dhbm
+
+    from . import registry
+
+    runs = []
+    for name in registry.MODELS:
         for setting, model_name, preset in (
                 ("default", name, "default"), ("paper", name, "paper"),
                 ("labeled-only", f"{name}{registry.ABLATION_SUFFIX}", "default")):
@@ -119,14 +136,19 @@ def behaviour_hash() -> str:
                 if stream == "led" and hidden is None:
                     continue  # learnt above
                 params = {} if hidden is None else {"hidden_sizes": hidden}
-                model = classes[class_name](seed=1, **params)
+                model = getattr(river_dhbm, class_name)(seed=1, **params)
                 runs.append(((class_name, stream, hidden), model, stream))
-    announce_compilations(model for _, model, _ in runs)  # one notice naming every model
-    for key, model, stream in runs:
-        add(*key, _prequential(model, *masked[stream]))
-    for class_name, cls in sorted(classes.items()):
-        add(class_name, [(p.name, p.default) for p in inspect.signature(cls).parameters.values()])
-    return digest.hexdigest()[:16]
+    return runs
+
+
+def behaviour_models() -> list:
+    """Fresh models of every kind `behaviour_hash` trains: a job that records its results
+    (whose settings hold the hash) names them in its compile notice too
+    (`warmup.announce`)."""
+    from . import registry
+
+    width = registry.masked_stream("led", 1, 0.1, None, mask_seed=2).n_features
+    return [model for _, model, _ in _panel_models(width)]
 
 
 def _panel_rows(masked):

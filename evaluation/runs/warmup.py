@@ -34,27 +34,35 @@ def _mini_batch(n_rows: int, n_features: int):
     return X.astype(np.float64), y, labeled
 
 
-def announce(models: Iterable) -> None:
+def announce(models: Iterable, recording: bool = False) -> None:
     """Say in one line which of these fresh models (River pipelines too) must compile their
     kernels, before the first does: the first-use notice then names every model the job
-    compiles, not only the first (`first_use.announce_compilations`)."""
+    compiles, not only the first (`first_use.announce_compilations`). A job `recording` its
+    results also trains the behaviour hash's panel when it writes them
+    (`files.behaviour_models`): those are named too."""
     from river_dhbm._kernels.first_use import announce_compilations
 
-    announce_compilations(last_step(model) for model in models)
+    models = [last_step(model) for model in models]
+    if recording:
+        from .files import behaviour_models
+
+        models += behaviour_models()
+    announce_compilations(models)
 
 
-def warm_up(models: Iterable[tuple[object, int]], arrays: bool = False) -> float:
+def warm_up(models: Iterable[tuple[object, int]], arrays: bool = False,
+            recording: bool = False) -> float:
     """Teach each fresh `(model, n_features)` one mini-batch and predict, as the job's runs
     will: River's dict API (`learn_one`, `predict_one`, `predict_proba_one`), or with `arrays`
     the array path where the model has it (`test_then_train_arrays` over a few mini-batches,
-    `learn_arrays`, `predict_proba_arrays`). Models of other libraries are skipped. Returns the
-    seconds spent.
+    `learn_arrays`, `predict_proba_arrays`). Models of other libraries are skipped; `recording`
+    as for `announce`. Returns the seconds spent.
 
     The models are spent: build them for this alone.
     """
     start = time.perf_counter()
     models = list(models)
-    announce(model for model, _ in models)
+    announce((model for model, _ in models), recording)
     for model, n_features in models:
         if not compiles(model):
             continue
