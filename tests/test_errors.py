@@ -185,7 +185,7 @@ def test_prequential_bad_model_and_dataset():
     [
         ({"dataset": None}, "Invalid dataset (None)"),
         ({"label_ratio": 1.5}, "Invalid label_ratio (1.5)"),
-        ({"label_ratio": "0.1"}, "Invalid label_ratio (0.1)"),
+        ({"label_ratio": "0.1"}, "Invalid label_ratio ('0.1')"),  # a string, quoted
         ({"batch_size": 0}, "Invalid batch_size (0)"),
         ({"seed": 1.5}, "Invalid seed (1.5)"),
     ],
