@@ -30,10 +30,10 @@ class PseudoLabelMLP(HybridClassifier):
     """Multi-layer perceptron trained with pseudo-labels (Lee 2013).
 
     A feed-forward network with a softmax output, trained online (Adam; `paper()`: plain
-    gradient steps) on mini-batches on
-    `CE(labeled) + beta * CE(pseudo-labeled)`: each unlabeled row is treated as labeled with
-    the class the network currently predicts for it. This is the semi-supervised competitor of
-    the deep hybrid models in Ororbia et al. (2016) [^1]: a drop-out rectifier network.
+    gradient steps) on mini-batches on `CE(labeled) + beta * CE(pseudo-labeled)`: each
+    unlabeled row is treated as labeled with the class the network currently predicts for it.
+    This is the semi-supervised competitor of the deep hybrid models in Ororbia et al. (2016)
+    [^1]: a drop-out rectifier network.
 
     Parameters
     ----------

@@ -9,8 +9,8 @@ from pathlib import Path
 from .workers import deferred_interrupt
 
 __all__ = ["atomic_write", "atomic_write_all", "behaviour_hash", "behaviour_models",
-           "check_writable", "figure_job",
-           "record_behaviour", "result_jobs", "settings_job", "sources_hash"]
+           "check_writable", "figure_job", "record_behaviour", "result_jobs", "settings_job",
+           "sources_hash"]
 
 #: The packages whose code a result depends on: the models and the streams.
 SOURCE_PACKAGES = ("river_dhbm", "streams")
