@@ -179,3 +179,10 @@ def test_the_readmes_figure_3_is_the_reproduce_runs_summary():
     assert f"DHDA {both('dhda', True)}" in text
     assert f"pseudo-labeled MLP ({both('pl-mlp', False)})" in text
     assert f"does not learn ({both('dhbm-sap', False)})" in text
+
+
+def test_the_mnist_page_includes_both_of_its_tables():
+    """The page's tables are its point: both files `mnist.table` writes are included."""
+    text = (ROOT / "docs" / "mnist.md").read_text()
+    for table in sorted((ROOT / "evaluation" / "results" / "mnist-tables").glob("*.md")):
+        assert f'--8<-- "evaluation/results/mnist-tables/{table.name}"' in text, table.name
