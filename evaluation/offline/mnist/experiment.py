@@ -115,8 +115,7 @@ def add_protocol_flags(p, experiment: str, rows: str) -> None:
     training rows ("images"); the help quotes the settings of the default row's config."""
     from ...runs import registry
 
-    with open(registry.config_path(f"{experiment}_dhbm"), "rb") as f:
-        defaults = tomllib.load(f)
+    defaults = registry.load_config(f"{experiment}_dhbm")
     p.add_argument("--model", choices=sorted(MODELS), default="dhbm",
                    help="table row (default dhbm)")
     p.add_argument("--config",
