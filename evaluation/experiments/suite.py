@@ -1,6 +1,6 @@
 """The development suite: how a River user meets the models, on streams of many shapes.
 
-    python -m evaluation suite --quick --jobs 2             # a first look, under a minute
+    python -m evaluation suite --quick --jobs 2             # a first look, about 30 s
     python -m evaluation suite --mnist DIR --moa --jobs 2   # the whole suite, 5 seeds
     python -m evaluation suite --streams digits,river:datasets.Elec2 --label-ratios 1,0.1
     python -m evaluation suite --instances 100000 --streams led,sea   # adds the 0.1 % labels
@@ -366,7 +366,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="the first look: 3,000 rows of every stream but MNIST, 2 seeds, "
                    "labels 100 %%, 10 %% and 1 %%, the hybrids, their ablations and three "
-                   "of River's peers (under a minute with --jobs 2)")
+                   "of River's peers (about 30 s with --jobs 2; about 70 s the first time, "
+                   "compiling the kernels)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
