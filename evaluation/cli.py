@@ -65,8 +65,10 @@ class _Parser(argparse.ArgumentParser):
 # ---------------------------------------------------------------------------------- flags
 
 
-def _add_run_flags(p, defaults_from_config: bool) -> None:
-    """Flags shared by reproduce, compare and run (None: keep the config's value)."""
+def _add_run_flags(p, configs: list[str] | None) -> None:
+    """Flags shared by reproduce, compare and run (None: keep the config's value); `configs`,
+    the bundled configs that give the defaults (`run`: none)."""
+    defaults_from_config = configs is not None
     p.add_argument("--trials", "--seeds", type=positive_int, dest="trials",
                    help="trials per stream and model, numbered 0..N-1; trial k's seeds are "
                    "drawn from (--seed, stream, model, k)")
@@ -96,11 +98,19 @@ def _add_run_flags(p, defaults_from_config: bool) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     if defaults_from_config:
         p.add_argument("--quick", action="store_true",
-                       help="the configs' short version (1 trial x 50,000 instances)")
+                       help=f"the configs' short version ({_quick_version(configs)})")
         p.add_argument("--models", type=names,
                        help="comma-separated models instead of the config's")
         p.add_argument("--streams", type=names,
                        help="comma-separated streams instead of the config's")
+
+
+def _quick_version(configs: list[str]) -> str:
+    """What `--quick` runs, from the configs' [quick] tables: "1 trial x 20,000 instances"."""
+    quick = [config | config.get("quick", {}) for config in map(registry.load_config, configs)]
+    return "; ".join(dict.fromkeys(  # each version once, in the configs' order
+        f"{q['trials']} trial{'s' * (q['trials'] != 1)} x {q['instances']:,} instances"
+        for q in quick))
 
 
 def _add_reproduce(p) -> None:
@@ -109,12 +119,12 @@ def _add_reproduce(p) -> None:
         "DHBM-SAP and DHDA, 10 trials of 1,000,000 instances (configs "
         + ", ".join(f"{c}.toml" for c in REPRODUCE_CONFIGS) + ")."
     )
-    _add_run_flags(p, defaults_from_config=True)
+    _add_run_flags(p, REPRODUCE_CONFIGS)
     p.set_defaults(func=_cmd_reproduce, configs=REPRODUCE_CONFIGS, figure="figure3")
 
 
 def _add_compare(p) -> None:
-    _add_run_flags(p, defaults_from_config=True)
+    _add_run_flags(p, ["compare"])
     p.set_defaults(func=_cmd_reproduce, configs=["compare"], figure="compare")
 
 
@@ -127,7 +137,7 @@ def _add_run(p) -> None:
                    "config's; one of --model and --config is needed)")
     p.add_argument("--config", help="a TOML config (a file or a bundled name); flags override "
                    "(default: none, the run defaults: 100,000 instances, 1 trial, 10 %% labels)")
-    _add_run_flags(p, defaults_from_config=False)
+    _add_run_flags(p, None)
     p.set_defaults(func=_cmd_run, figure="prequential_error")
 
 

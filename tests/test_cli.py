@@ -305,6 +305,18 @@ def test_every_option_has_help_that_names_its_default():
                     name, action.option_strings)
 
 
+def test_quick_help_says_what_the_quick_version_runs():
+    """`--quick` applies each config's [quick] table: its help quotes those tables, not a
+    figure typed once for `reproduce` and shared with `compare`."""
+    from evaluation.runs import registry
+
+    _, commands = _subcommand_parsers()
+    for name, config in (("reproduce", "fig3_led"), ("compare", "compare")):
+        quick = registry.load_config(config)["quick"]
+        shown = " ".join(commands[name].format_help().split())
+        assert f"({quick['trials']} trial x {quick['instances']:,} instances)" in shown, name
+
+
 def test_seeds_mean_the_same_in_every_command():
     """`--seeds N` runs N repetitions, each seeded from `--seed` (default 0), everywhere."""
     from evaluation import cli
