@@ -186,3 +186,41 @@ def test_the_mnist_page_includes_both_of_its_tables():
     text = (ROOT / "docs" / "mnist.md").read_text()
     for table in sorted((ROOT / "evaluation" / "results" / "mnist-tables").glob("*.md")):
         assert f'--8<-- "evaluation/results/mnist-tables/{table.name}"' in text, table.name
+
+
+def _shown_commands():
+    """`(page, argv)` of every `python -m evaluation ...` line in the README's and the docs'
+    code blocks that writes under `evaluation/results/` (continuation lines joined)."""
+    import re
+    import shlex
+
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in re.findall(r"```[a-z]*\n(.*?)```", page.read_text(), re.S):
+            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+                line = line.split(" #")[0].strip()
+                if line.startswith("python -m evaluation") and "--out evaluation/results/" in line:
+                    yield page, shlex.split(line)
+
+
+def test_a_shown_command_is_the_one_its_results_record():
+    """Where a results directory records the command line that wrote it, the docs show that
+    command, every flag included (in any order): the command reproduces what the page shows."""
+    import collections
+    import json
+    import shlex
+
+    checked = 0
+    for page, argv in _shown_commands():
+        out = ROOT / argv[argv.index("--out") + 1]
+        settings = (out.parent if out.suffix else out) / "settings.json"  # bench: a report file
+        assert settings.exists(), (page.name, str(out))
+        record = json.loads(settings.read_text())
+        recorded = next((c for c in (record.get("command_line"), record.get("command"))
+                         if isinstance(c, str) and c.startswith("python -m evaluation")), None)
+        if recorded is None:  # MNIST's and `run`'s records keep their settings, not a line
+            continue
+        shown, kept = collections.Counter(argv), collections.Counter(shlex.split(recorded))
+        assert shown == kept, (page.name, str(out), "shown only:", list((shown - kept).elements()),
+                               "recorded only:", list((kept - shown).elements()))
+        checked += 1
+    assert checked >= 15  # the suite's, the tracks', the drift page's and the benchmarks' runs
