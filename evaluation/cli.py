@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import shlex
 import sys
 from pathlib import Path
 
@@ -68,7 +69,6 @@ class _Parser(argparse.ArgumentParser):
 def _add_run_flags(p, configs: list[str] | None) -> None:
     """Flags shared by reproduce, compare and run (None: keep the config's value); `configs`,
     the bundled configs that give the defaults (`run`: none)."""
-    defaults_from_config = configs is not None
     p.add_argument("--trials", "--seeds", type=positive_int, dest="trials",
                    help="trials per stream and model, numbered 0..N-1; trial k's seeds are "
                    "drawn from (--seed, stream, model, k)")
@@ -93,10 +93,10 @@ def _add_run_flags(p, configs: list[str] | None) -> None:
                    "default: local processes)")
     p.add_argument("--out", type=Path,
                    help="output directory (default: results/<command>, -quick with --quick; "
-                   "run: nothing written)" if defaults_from_config else
+                   "run: nothing written)" if configs is not None else
                    "output directory (default: nothing written, the table printed)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    if defaults_from_config:
+    if configs is not None:
         p.add_argument("--quick", action="store_true",
                        help=f"the configs' short version ({_quick_version(configs)})")
         p.add_argument("--models", type=names,
@@ -269,7 +269,8 @@ def _execute(trials, settings, args, figure: str) -> int:
     cpu = sum(r["cpu_seconds"] for r in results)
     print(f"{len(results)} trials, {cpu / 60:.1f} CPU minutes in all")
     if args.out is not None:
-        settings = settings | {"command": args.command, "jobs": args.jobs}
+        settings = settings | {"command": args.command, "jobs": args.jobs,
+                               "command_line": args.command_line}
         experiment.write_outputs(results, args.out, settings=settings, figure=figure)
         print(f"results written to {args.out}")
     return 0
@@ -428,7 +429,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m evaluation") -> i
     args = None
     try:
         args = parser.parse_args(argv)
-        args.command_line = " ".join([prog, *argv])  # what reproduces the run, in reports
+        args.command_line = f"{prog} {shlex.join(argv)}"  # what reproduces the run, in reports
         return args.func(args)
     except BadArguments as e:
         print("error:", " ".join(str(e).split()), file=sys.stderr)  # one line, whatever e says

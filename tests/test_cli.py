@@ -335,3 +335,21 @@ def test_suite_seeds_count_from_seed(tmp_path):
             "--seeds", "2", "--seed", "5", "--instances", "200", "--out", str(out), "--quiet"]
     assert cli.main(argv) == 0
     assert sorted(pd.read_csv(out / "suite.csv").seed) == [5, 6]
+
+
+@pytest.mark.parametrize("command", [
+    ["suite", "--streams", "led", "--models", "GaussianNB", "--label-ratios", "1", "--seeds", "1"],
+    ["run", "--stream", "led", "--model", FAST, "--trials", "1"],
+])
+def test_results_record_a_command_line_a_shell_runs_again(tmp_path, command):
+    """The recorded command is the one typed, quoted for a shell: a path with a space (or a
+    model list with `;`) comes back as the same arguments."""
+    import shlex
+
+    from evaluation import cli
+
+    out = tmp_path / "my results"
+    argv = [*command, "--instances", "200", "--out", str(out), "--quiet"]
+    assert cli.main(argv) == 0
+    recorded = json.loads((out / "settings.json").read_text())["command_line"]
+    assert shlex.split(recorded) == ["python", "-m", "evaluation", *argv]

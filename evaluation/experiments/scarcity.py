@@ -327,7 +327,7 @@ def run(args) -> int:
     cpu = runs.cpu_seconds.sum()
     print(f"{len(runs)} runs, {cpu / 60:.1f} CPU minutes in all")
     settings = s | {"seed": args.seed, "config": config["_path"], "quick": args.quick,
-                    "jobs": args.jobs}
+                    "jobs": args.jobs, "command_line": args.command_line}
     write_outputs(runs, out, settings=settings, figure=not args.no_figure)
     print(f"results written to {out}")
     return 0
