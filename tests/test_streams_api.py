@@ -250,3 +250,22 @@ def test_paper_waveform_changes_move_columns():
     # no shift where nothing changes
     quiet = np.abs(X[100_000:110_000].mean(0) - X[150_000:160_000].mean(0))
     assert quiet.max() < 0.15
+
+
+def test_python_m_streams_prints_the_chosen_stream_and_its_moa_line(capsys):
+    from streams.__main__ import main
+
+    assert main(["--stream", "waveform", "--n", "3", "--seed", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if " | " in line]
+    assert len(rows) == 3 and all(len(row.split(" | ")[0].split()) == 40 for row in rows)
+    assert lines[-1] == paper_stream("waveform", seed=2).moa_cli()
+
+
+def test_python_m_streams_refuses_a_bad_flag_in_one_line(capsys):
+    from streams.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--n", "0"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == "error: argument --n: Invalid n ('0'). Must be an int >= 1\n"
