@@ -301,8 +301,19 @@ def test_every_option_has_help_that_names_its_default():
             if action.option_strings and action.nargs != 0:  # not a flag that is off by default
                 shown = p._get_formatter()._get_help_string(action)
                 # the default itself, not the word: "the class defaults" names none
-                assert ("(default" in shown or "default:" in shown or "(config:" in shown), (
+                assert ("(default" in shown or "default:" in shown or "(config:" in shown
+                        or action.required and "(required" in shown), (
                     name, action.option_strings)
+
+
+def test_the_mnist_table_command_refuses_in_one_line(capsys):
+    """The docs' table command is a module of its own: its usage errors are one line too."""
+    from evaluation.offline.mnist.table import main as table_main
+
+    with pytest.raises(SystemExit) as stop:
+        table_main(["--out", "anywhere"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == "error: the following arguments are required: --row\n"
 
 
 def test_quick_help_says_what_the_quick_version_runs():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import tomllib
 
-__all__ = ["EPILOG", "HelpFormatter", "assignment", "floats", "names", "non_negative_int",
-           "positive_int", "ratio"]
+__all__ = ["EPILOG", "HelpFormatter", "OneLineParser", "assignment", "floats", "names",
+           "non_negative_int", "positive_int", "ratio"]
 
 #: The end of every command's help: where the words it uses are explained.
 EPILOG = ("Words used here (prequential, faded error, label ratio, ablation, peer, cell, seed, "
@@ -18,7 +18,7 @@ EPILOG = ("Words used here (prequential, faded error, label ratio, ablation, pee
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's help, every option's default shown: the value (`(default: 1)`) unless the
     help already names it; for an option left unset by default (None), `unset`, what the
-    command then does (e.g. "the config's value")."""
+    command then does (e.g. "the config's value"); for a required option, that it is."""
 
     def __init__(self, prog, unset: str = "none", **kwargs):
         super().__init__(prog, **kwargs)
@@ -26,6 +26,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
+        if action.required and action.option_strings:
+            return text if "required" in text else f"{text} (required)"
         if (action.default is argparse.SUPPRESS or not action.option_strings
                 or action.nargs == 0 or "(default" in text or "default:" in text
                 or "(config:" in text):
@@ -34,6 +36,13 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
             return f"{text} (default: {self.unset})"
         return f"{text} (default: %(default)s)"
 
+
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line, `error: ...`, exit status 2 (a module's own
+    command line; `python -m evaluation` raises instead, `cli.BadArguments`)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message}\n")
 
 
 def _int(text: str, low: int, wanted: str) -> int:

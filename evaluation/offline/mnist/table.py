@@ -9,7 +9,6 @@ runs' result directories without re-running them:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import shlex
@@ -258,11 +257,13 @@ def write_tables(out: Path, rows, command: str) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    from ...runs.arguments import HelpFormatter, OneLineParser
+
+    parser = OneLineParser(
         prog="python -m evaluation.offline.mnist.table",
         description="The docs' MNIST tables, from the result directories of earlier runs of "
                     "`python -m evaluation mnist` (nothing is re-run).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=HelpFormatter)
     parser.add_argument("--row", nargs=2, action="append", required=True,
                         metavar=("DIR", "LABEL"),
                         help="a run's --out directory and its label in the tables, in order; "
