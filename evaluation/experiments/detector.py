@@ -147,10 +147,10 @@ def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "detector", unit="run", quiet=quiet) as bar, counting(results):
-        announce([registry.make_model(runs[0].model, 2, None, seed=1, preset="default")],
-                 recording=True)  # one notice, the results' behaviour panel too
+        fresh = registry.make_model(runs[0].model, 2, None, seed=1, preset="default")
+        announce([fresh], recording=True)  # one notice, the results' behaviour panel too
         if jobs > 1:
-            warm_up([(registry.make_model(runs[0].model, 2, None, seed=1, preset="default"), 2)])
+            warm_up([(fresh, 2)])
         run_each(run_one, runs, results, jobs, bar)
     return results
 

@@ -219,12 +219,11 @@ def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
 
     results: list = [None] * len(runs)
     with progress.bar(len(runs), "drift", unit="run", quiet=quiet) as bar, counting(results):
-        firsts = {r.model: r for r in runs if tracks.ours(r.model)}.values()
-        announce((registry.make_model(r.model, 2, None, seed=1, preset="default")
-                  for r in firsts), recording=True)  # one notice, the results' panel too
+        fresh = [registry.make_model(name, 2, None, seed=1, preset="default")
+                 for name in dict.fromkeys(r.model for r in runs if tracks.ours(r.model))]
+        announce(fresh, recording=True)  # one notice, the results' panel too
         if jobs > 1:
-            warm_up((registry.make_model(r.model, 2, None, seed=1, preset="default"), 2)
-                    for r in firsts)
+            warm_up((model, 2) for model in fresh)
         run_each(run_one, runs, results, jobs, bar)
     return results
 

@@ -308,8 +308,9 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
     with progress_bar(len(tasks), "suite", unit="run", quiet=not progress) as bar, \
             counting(rows):
         ours = [m for m in models if not m.startswith(registry.MOA_PREFIX)]
+        fresh = [make_learner(m, seeds[0])[0] for m in ours]
         # one notice names them all, and the models of the behaviour hash the results record
-        announce((make_learner(m, seeds[0])[0] for m in ours), recording=True)
+        announce(fresh, recording=True)
         if jobs == 1:
             for i, t in enumerate(tasks):
                 rows[i] = _task(t)
@@ -321,7 +322,7 @@ def run(streams, label_ratios, models, seeds, instances=DEFAULT_INSTANCES, mnist
 
             # compile once here (the streams' kernels too), the workers load Numba's cache
             widths = [len(load_stream(s, seeds[0], 1, mnist)[0][0]) for s in streams]
-            warm_up(((make_learner(m, seeds[0])[0], widths[0]) for m in ours))
+            warm_up((learner, widths[0]) for learner in fresh)
             # a JVM (MOA's) does not survive a fork: workers from a fresh server start their own
             context = None if ours == list(models) else mp.get_context("forkserver")
             with process_pool(jobs, context=context) as pool:

@@ -203,15 +203,14 @@ def run_all(runs, jobs: int = 1, quiet: bool = False) -> pd.DataFrame:
         from ..runs.warmup import announce
 
         firsts = {(r.dataset, r.model): r for r in runs if ours(r.model)}.values()
+        fresh = [(make_model(r.model, dataset, r.seed, r.label_ratio), dataset.n_features)
+                 for r in firsts for dataset in [make_dataset(r.dataset)]]
         # one notice names every model that compiles, the results' behaviour panel too
-        announce((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio)
-                  for r in firsts), recording=True)
+        announce((model for model, _ in fresh), recording=True)
         if jobs > 1:
             from ..runs.warmup import warm_up
 
-            # compile once here, the workers load Numba's cache
-            warm_up((make_model(r.model, make_dataset(r.dataset), r.seed, r.label_ratio),
-                     make_dataset(r.dataset).n_features) for r in firsts)
+            warm_up(fresh)  # compile once here, the workers load Numba's cache
         run_each(run_one, runs, results, jobs, bar, name=lambda r: f"{r.dataset} {r.model}")
     return pd.DataFrame([row for rows in results for row in rows])
 
