@@ -1,5 +1,5 @@
-"""What a model does when the concept changes: it watches its labeled rows' errors with one of
-River's drift detectors and, on an alarm, learns again as a young model does.
+"""What a model does when the concept changes: it watches its labeled rows' errors with River's
+drift detectors (ADWIN and DDM by default) and, on an alarm, learns again as a young model does.
 
 A network that has settled on a concept learns the next one slowly: by then its warm start has
 brought every update down to one gradient step, its label memory replays rows of the old
@@ -20,8 +20,8 @@ import sys
 import numpy as np
 from river import base as river_base
 
-__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "labeled_errors",
-           "restart"]
+__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "default_detectors",
+           "labeled_errors", "restart"]
 
 #: ADWIN's confidence of the default detector: ARF's warning detector's, more sensitive than its
 #: drift detector's 0.001, since an alarm here costs a restart of the learning, not the model.
@@ -42,10 +42,30 @@ def check_detector(detector) -> None:
         )
 
 
-#: The default ADWIN is made once this many labeled errors have come: importing `river.drift`
-#: takes a second and brings pandas, which a model's first use should not wait for, and ADWIN
-#: looks for a change only every `clock` (32) values, so it misses nothing.
+#: The default detectors are made once this many labeled errors have come: importing
+#: `river.drift` takes a second and brings pandas, which a model's first use should not wait
+#: for; ADWIN looks for a change only every `clock` (32) values and DDM only after its
+#: `warm_start` (30), so they miss nothing.
 FIRST_ERRORS = 32
+
+
+def default_detectors():
+    """The detectors a model watches its labeled rows' errors with by default: River's ADWIN
+    (`DEFAULT_DELTA`) and DDM (Gama et al. 2004), as fresh instances.
+
+    Each misses what the other sees. ADWIN compares the mean error of two sub-windows, which
+    needs many errors on each side: at 1 % labels a model is young for most of the stream, its
+    error still falling when a change comes, and the fall and the rise cancel in the windows.
+    DDM compares the running error with the lowest the model has reached (the minimum of its
+    mean plus one standard deviation), which is what the model should achieve now however
+    young it is, and raises an alarm three standard deviations above it: it sees a change
+    after a few dozen labels. Its running mean is slow on a long stream, where ADWIN's window
+    is quick.
+    """
+    from river.drift import ADWIN
+    from river.drift.binary import DDM
+
+    return ADWIN(delta=DEFAULT_DELTA, clock=FIRST_ERRORS), DDM()
 
 
 def _no_drift(detector) -> bool:
@@ -55,7 +75,8 @@ def _no_drift(detector) -> bool:
 
 
 class ChangeWatch:
-    """A fresh copy of `detector` (ADWIN when None) fed with the labeled rows' 0/1 errors.
+    """A fresh copy of `detector` fed with the labeled rows' 0/1 errors; when `detector` is None,
+    ADWIN and DDM side by side (`DEFAULT_DELTA`, `default_detectors`).
 
     `alarms` lists the rows (counted from 1, in the order the model learnt them) at whose
     mini-batch the error rose.
@@ -63,10 +84,11 @@ class ChangeWatch:
 
     def __init__(self, detector):
         self.detector = None if detector is None else detector.clone()
+        self.minimum = None  # the default's DDM, beside its ADWIN (`detector`)
         self.active = not _no_drift(detector)
         self.alarms: list[int] = []
         self.pending = False  # an alarm whose restart waits for the next check
-        self._first: list = []  # errors seen before the default ADWIN is made
+        self._first: list = []  # errors seen before the default detectors are made
 
     def rose(self, errors, row: int) -> bool:
         """Feed `errors` (bools, in row order) and say whether the error rose on any of them;
@@ -75,19 +97,27 @@ class ChangeWatch:
             self._first.extend(errors)
             if len(self._first) < FIRST_ERRORS:
                 return False
-            from river.drift import ADWIN
-
-            self.detector = ADWIN(delta=DEFAULT_DELTA, clock=FIRST_ERRORS)
+            self.detector, self.minimum = default_detectors()
             errors, self._first = self._first, []
         detector = self.detector
         rose = False
         for error in errors:
             before = getattr(detector, "estimation", None)
             detector.update(float(error))
+            rose_here = False
             if detector.drift_detected:
                 after = getattr(detector, "estimation", None)
                 # a two-sided detector (ADWIN) keeps the recent window: compare its mean
-                rose |= before is None or after is None or after > before
+                rose_here = before is None or after is None or after > before
+            minimum = self.minimum
+            if minimum is not None:
+                minimum.update(bool(error))
+                if minimum.drift_detected:  # it starts afresh by itself; ADWIN's window holds
+                    rose_here = True        # the old concept, which would raise it again
+                    detector = self.detector = default_detectors()[0]
+                elif rose_here:  # its minimum is the old concept's
+                    self.minimum = default_detectors()[1]
+            rose |= rose_here
         if rose:
             self.alarms.append(int(row))
             self.pending = True

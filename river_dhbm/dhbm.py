@@ -87,14 +87,16 @@ class DHBM(HybridClassifier):
     replay
         Rows of the label memory added to each step (0: none).
     memory_size
-        How many of the latest labeled rows the label memory keeps.
+        How many of the latest labeled rows the label memory keeps, of the last
+        10,000 stream rows (`scarce_labels.MEMORY_HORIZON`).
     confidence
         Predicted probability making an unlabeled row a labeled one (after 50 labels).
     dtype
         `"float64"` or `"float32"` (single precision, faster for wide layers).
     drift_detector
         A River detector fed the labeled rows' 0/1 errors; its alarm restarts the fast
-        learning. Default `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
+        learning. Default (None): `drift.ADWIN(delta=0.01)` and `drift.binary.DDM()` side
+        by side (`change.default_detectors`); `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed

@@ -74,7 +74,9 @@ def _fused(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
     dhbm_kernels.dhbm_test_then_train(
         X, codes, predicted, model._net(), (model._grad, model._moments, model._adam_steps + 1),
         schedule, settings, (model._part_x, model._part_h, model._part_y, empty, empty, empty),
-        model._work_arrays(), (memory.X, memory.y, memory.state, uniforms, model.replay),
+        model._work_arrays(),
+        (memory.X, memory.y, memory.rows, memory.state, uniforms, model.replay,
+         scarce_labels.stream_row(model), scarce_labels.MEMORY_HORIZON),
         model._work["first_pred"],
     )
     model._adam_steps += int(steps.sum())

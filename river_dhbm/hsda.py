@@ -83,12 +83,14 @@ class HSDA(HybridClassifier):
     replay
         How many rows of the label memory each step adds (see `DHBM`).
     memory_size
-        Size of the label memory, in labeled rows.
+        How many of the latest labeled rows the label memory keeps, of the last
+        10,000 stream rows (`scarce_labels.MEMORY_HORIZON`).
     confidence
         The ensemble's probability making an unlabeled row a labeled one (after 50 labels).
     drift_detector
         A River detector fed the labeled rows' 0/1 errors; its alarm restarts the fast
-        learning. Default `drift.ADWIN(delta=0.01)`; `drift.NoDrift()` turns it off.
+        learning. Default (None): `drift.ADWIN(delta=0.01)` and `drift.binary.DDM()` side
+        by side (`change.default_detectors`); `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed

@@ -3,8 +3,9 @@ each update, and confident proxy labels for unlabeled rows.
 
 A stream learner sees each labeled row once. With 1 % or 0.1 % labels that is one gradient step
 per label, far too few for a network to learn what a naive Bayes model gets from the same rows
-in closed form. The memory keeps the last `memory_size` labeled rows (a ring, so it follows
-drift) and each update appends `replay` of them, drawn uniformly, to the mini-batch. Confident
+in closed form. The memory keeps the last `memory_size` labeled rows of the last
+`MEMORY_HORIZON` stream rows (a ring, so it follows drift) and each update appends `replay` of
+them, drawn uniformly, to the mini-batch. Confident
 proxy labels turn an unlabeled row whose prediction reaches `confidence` into a labeled row of
 its predicted class for that update (self-training, Lee 2013, gated as in Grandvalet & Bengio's
 entropy minimisation), once the model has seen `PSEUDO_LABEL_WARM_UP` labeled rows.
@@ -30,15 +31,28 @@ from river_dhbm._kernels.replay import (
 PSEUDO_LABEL_WARM_UP = 50
 
 
-class LabelMemory:
-    """The last `size` labeled rows (`X [size, d]`, class codes `y [size]`), as a ring.
+#: Stream rows a labeled row stays in the label memory, whatever the label ratio: a memory
+#: measured in labels alone is a memory of the past when labels are scarce (1,000 labels span
+#: 100,000 rows at 1 %), and replays an old concept against the new labels long after a
+#: change. At 10 % labels the default memory's 1,000 rows span about this many rows, so the
+#: horizon changes nothing where the defaults were tuned.
+MEMORY_HORIZON = 10_000
 
-    `state` holds `(rows stored, next slot)` as int64, so kernels update it in place.
+
+class LabelMemory:
+    """The last `size` labeled rows (`X [size, d]`, class codes `y [size]`) of the last
+    `MEMORY_HORIZON` stream rows, as a ring.
+
+    `rows [size]` holds the stream row at which each stored row came (the rows the model had
+    learnt at the end of its mini-batch); `state` holds `(rows stored, next slot)` as int64,
+    so kernels update it in place. The stored rows are the `rows stored` slots before the
+    next one.
     """
 
     def __init__(self, size: int, n_features: int):
         self.X = np.zeros((size, n_features))
         self.y = np.zeros(size, dtype=np.int64)
+        self.rows = np.zeros(size, dtype=np.int64)
         self.state = np.zeros(2, dtype=np.int64)
 
     @property
@@ -190,6 +204,15 @@ def learning_batch(model, X: np.ndarray, y: np.ndarray, P=None, proxy_labels: bo
     u = model._rng.random(R)
     out_X = np.empty((n + R, d))
     out_codes = np.empty(n + R, dtype=np.int64)
-    m = memory_replay(memory.X, memory.y, memory.state, X, codes, n, u, out_X, out_codes)
-    memory_push(memory.X, memory.y, memory.state, X, y, n)
+    now = stream_row(model)
+    m = memory_replay(memory.X, memory.y, memory.rows, memory.state, X, codes, n, u, out_X,
+                      out_codes, now, MEMORY_HORIZON)
+    memory_push(memory.X, memory.y, memory.rows, memory.state, X, y, n, now)
     return out_X[:m], out_codes[:m]
+
+
+def stream_row(model) -> int:
+    """The stream rows `model` will have learnt at the end of the update it is making: its
+    mini-batches count them (a twin, which learns each mini-batch's labeled rows, counts the
+    same)."""
+    return (model.n_updates + 1) * model.batch_size

@@ -75,6 +75,96 @@ def test_the_error_falling_is_not_a_change():
     assert watch.rose(np.r_[np.zeros(0), np.ones(600)].astype(bool), 2)  # then it rises
 
 
+def _young_then_changed(seed: int) -> np.ndarray:
+    """The labeled rows' errors of a young model at 1 % labels (measured on a rule-based
+    stream): 100 labels whose error falls from 0.42 to 0.17 as it learns, then 200 after a
+    change at 0.45."""
+    rng = np.random.default_rng(seed)
+    falling = rng.random(100) < np.linspace(0.42, 0.17, 100)
+    return np.r_[falling, rng.random(200) < 0.45]
+
+
+def test_the_default_watch_sees_a_change_while_the_model_is_young():
+    """DDM compares the error with the lowest the model has reached; ADWIN alone compares two
+    windows, in which the young model's fall and the change's rise cancel (the control)."""
+    first = {"default": [], "adwin": []}
+    for seed in range(10):
+        errors = _young_then_changed(seed)
+        watches = {"default": change.ChangeWatch(None),
+                   "adwin": change.ChangeWatch(drift.ADWIN(delta=0.01))}
+        for name, watch in watches.items():
+            for i in range(0, len(errors), 2):  # two labeled rows a mini-batch
+                watch.rose(errors[i : i + 2], i + 2)
+            first[name].append(watch.alarms[0] if watch.alarms else None)
+    assert all(row is None or row > 100 for row in first["default"]), first  # none before it
+    assert sum(row is not None for row in first["default"]) >= 7, first
+    assert first["adwin"] == [None] * 10
+
+
+def test_an_alarm_of_either_default_detector_starts_the_other_afresh():
+    watch = change.ChangeWatch(None)
+    watch.rose(np.zeros(200, dtype=bool), 1)
+    adwin, ddm = watch.detector, watch.minimum
+    assert watch.rose(np.ones(60, dtype=bool), 2)
+    # DDM fires first here: ADWIN's window of the old concept is dropped with it
+    assert watch.detector is not adwin and watch.detector.width < 60
+    assert watch.minimum is ddm  # River's DDM starts afresh by itself at its next value
+
+
+def _scarce_planted(seed: int):
+    """30,000 rows of `_planted` with the change at row 10,000, 1 % of them labeled."""
+    X, y = _planted(30_000, 10_000, seed)
+    return X, y, np.random.default_rng(seed + 10).random(len(y)) < 0.01
+
+
+@pytest.mark.parametrize("cls", [DHBM, DHDA], ids=lambda c: c.__name__)
+def test_at_scarce_labels_a_change_raises_an_alarm_and_the_model_lets_go_of_it(
+        cls, monkeypatch):
+    """At 1 % labels a planted change is seen after a few dozen labels, and the model learns the
+    new concept far faster than one with the old watch (ADWIN alone) and a label memory bounded
+    in labels alone, which replays the old concept (the control)."""
+    X, y, labeled = _scarce_planted(1)
+    model = cls(hidden_sizes=(16,), seed=1)
+    predicted = model.test_then_train_arrays(X, y, labeled)
+    assert model.drift_rows and 10_000 < model.drift_rows[0] <= 13_000, model.drift_rows
+    monkeypatch.setattr(scarce_labels, "MEMORY_HORIZON", 10**12)
+    control = cls(hidden_sizes=(16,), seed=1, drift_detector=drift.ADWIN(delta=0.01))
+    stale = control.test_then_train_arrays(X, y, labeled)
+    assert control.drift_rows == []
+    after = slice(10_000, 15_000)
+    assert (_accuracy(model, predicted[after], y[after])
+            > _accuracy(control, stale[after], y[after]) + 0.1)
+    before = slice(7_500, 10_000)  # the same model until the change
+    assert _accuracy(model, predicted[before], y[before]) > 0.95
+
+
+@pytest.mark.parametrize("cls", [DHBM, DHDA], ids=lambda c: c.__name__)
+def test_a_stationary_stream_at_scarce_labels_raises_no_alarm(cls):
+    dataset = streams.LabelMask(streams.LEDDrift(seed=3, noise_percentage=10), label_ratio=0.01,
+                                seed=3)
+    X, y, labeled = next(dataset.iter_arrays(100_000))
+    model = cls(seed=3)
+    model.test_then_train_arrays(X, y, labeled)
+    assert model.n_drifts_detected() == 0, model.drift_rows
+
+
+def test_the_label_memory_reaches_back_a_horizon_of_stream_rows():
+    """At 1 % labels the memory holds the labels of the last `MEMORY_HORIZON` rows, not its
+    1,000 labels (300 here); at 100 % its 1,000 labels."""
+    X, y, labeled = _scarce_planted(2)
+    model = DHBM(hidden_sizes=(8,), seed=1, drift_detector=drift.NoDrift())
+    model.test_then_train_arrays(X, y, labeled)
+    memory = model._memory
+    newest = np.arange(len(y))[labeled][-memory.count :]  # the rows it should hold
+    assert memory.count == (newest >= len(y) - scarce_labels.MEMORY_HORIZON).sum()
+    assert 60 < memory.count < 140
+    stored = memory.rows[(memory.state[1] - np.arange(1, memory.count + 1)) % len(memory.rows)]
+    assert stored.min() > len(y) - scarce_labels.MEMORY_HORIZON
+    full = DHBM(hidden_sizes=(8,), seed=1, drift_detector=drift.NoDrift())
+    full.learn_arrays(X[:20_000], y[:20_000])
+    assert full._memory.count == full.memory_size
+
+
 def test_the_dict_and_array_paths_restart_at_the_same_update():
     X, y = _planted(2400, 1200)
     arrays = DHBM(hidden_sizes=(8,), seed=2)

@@ -25,15 +25,18 @@ def test_the_plan_checks_the_model_and_the_deltas_in_one_line():
             detector.plan(_args(**bad))
         assert "\n" not in str(e.value)
     runs = detector.plan(_args())
-    assert len(runs) == 2 * 3 * 2
-    assert {(r.case, r.rows) for r in runs} == {
-        ("sea", drift.N_ROWS), ("led-stationary", 5000), ("waveform-stationary", 5000)}
+    assert len(runs) == 3 * 8 * 2  # the default watch and two deltas, 8 cases, 2 seeds
+    assert {r.delta for r in runs} == {None, 0.01, 0.05}
+    assert {(r.case, r.label_ratio, r.rows) for r in runs} == {
+        ("sea", 0.1, drift.N_ROWS), ("sea", 0.01, drift.N_ROWS),
+        *((case, ratio, 5000) for case in ("led-stationary", "waveform-stationary")
+          for ratio in (1.0, 0.1, 0.01))}
     assert {r.rows for r in detector.plan(_args(quick=True)) if r.case != "sea"} == {
         detector.QUICK_ROWS}
 
 
 def test_the_detector_finds_seas_change_and_stays_quiet_on_a_stationary_stream():
-    sea = detector.run_one(detector.Run("sea", "dhbm-mf", 0.05, 1, drift.N_ROWS))
+    sea = detector.run_one(detector.Run("sea", "dhbm-mf", 0.05, 1, drift.N_ROWS, 0.1))
     # the alarm comes after the change, within a window of it (10,600 when written)
     assert drift.CHANGE_AT <= sea["first_after_change"] <= drift.CHANGE_AT + drift.WINDOW
     # the control: the same detector on a stream that never changes does not fire
@@ -41,18 +44,19 @@ def test_the_detector_finds_seas_change_and_stays_quiet_on_a_stationary_stream()
     assert led["n_alarms"] == 0 and led["alarms"] == ""
 
 
-def test_the_table_has_a_row_per_delta_and_a_cell_per_seed():
-    runs = [
-        {"case": "sea", "delta": 0.01, "seed": 1, "first_after_change": 12080, "n_alarms": 1},
-        {"case": "sea", "delta": 0.01, "seed": 2, "first_after_change": None, "n_alarms": 0},
-        {"case": "led-stationary", "delta": 0.01, "seed": 1, "n_alarms": 0},
-        {"case": "led-stationary", "delta": 0.01, "seed": 2, "n_alarms": 3},
-        {"case": "waveform-stationary", "delta": 0.01, "seed": 1, "n_alarms": 0},
-        {"case": "waveform-stationary", "delta": 0.01, "seed": 2, "n_alarms": 1},
-    ]
-    frame = pd.DataFrame([r | {"model": "dhbm-mf",
-                               "rows": drift.N_ROWS if r["case"] == "sea" else 5000}
-                          for r in runs])
-    table = detector.table_markdown(frame, "python -m evaluation detector")
-    assert "| 0.01 | 12,080; none | 0; 3 | 0; 1 |" in table
-    assert "alarms over 5,000 rows" in table and "10 % labels" in table
+def test_the_table_has_a_row_per_detector_and_a_cell_per_seed():
+    runs = []
+    for delta in (float("nan"), 0.01):  # the default watch, ADWIN 0.01
+        for (case, ratio), header in detector.CASES.items():
+            for seed in (1, 2):
+                sea = case == "sea"
+                first = (12080 if seed == 1 else None) if sea else None
+                runs.append({"case": case, "label_ratio": ratio, "delta": delta, "seed": seed,
+                             "first_after_change": first, "n_alarms": 3 * (seed - 1),
+                             "model": "dhbm-mf", "rows": drift.N_ROWS if sea else 5000})
+    table = detector.table_markdown(pd.DataFrame(runs), "python -m evaluation detector")
+    cells = " | ".join(["12,080; none"] * 2 + ["0; 3"] * 6)
+    assert f"| default: ADWIN 0.01 and DDM | {cells} |" in table
+    assert f"| ADWIN 0.01 | {cells} |" in table
+    assert table.index("default:") < table.index("| ADWIN 0.01 |")
+    assert "alarms over 5,000 rows" in table

@@ -30,20 +30,25 @@ def test_the_windows_score_before_just_after_recovered_and_end():
 
 def _args(**kw):
     base = dict(scenarios=None, models=None, label_ratios=[1.0, 0.1, 0.01], seeds=2, seed=1,
-                quick=False, jobs=1, out=None, quiet=True)
+                rows=drift.N_ROWS, change_at=drift.CHANGE_AT, quick=False, jobs=1, out=None,
+                quiet=True)
     return argparse.Namespace(**(base | kw))
 
 
 def test_the_plan_checks_every_name_in_one_line():
     for bad, message in [({"scenarios": ["nope"]}, "Unknown scenario 'nope'"),
                          ({"models": ["moa:NaiveBayes"]}, "Invalid model 'moa:NaiveBayes'"),
-                         ({"label_ratios": [0.0]}, r"Invalid label ratio \(0.0\)")]:
+                         ({"label_ratios": [0.0]}, r"Invalid label ratio \(0.0\)"),
+                         ({"rows": 30_000, "change_at": 26_000},
+                          r"Invalid --change-at \(26000\) for --rows 30000\. Must leave")]:
         with pytest.raises(ValueError, match=message) as e:
             drift.plan(_args(**bad))
         assert "\n" not in str(e.value)
     runs = drift.plan(_args(scenarios=["sea"], models=["dhbm-mf"]))
     assert [(r.label_ratio, r.seed) for r in runs] == [(1.0, 1), (1.0, 2), (0.1, 1), (0.1, 2),
                                                        (0.01, 1), (0.01, 2)]
+    longer = drift.plan(_args(scenarios=["sea"], models=["dhbm-mf"], rows=30_000))
+    assert {(r.n_rows, r.change_at, r.window) for r in longer} == {(30_000, 10_000, 2_500)}
 
 
 @pytest.mark.parametrize("model", ["dhbm-mf", "river:tree.HoeffdingTreeClassifier"])

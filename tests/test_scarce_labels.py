@@ -39,7 +39,8 @@ def _stream(n, d=4, ratio=0.3, seed=0):
 def test_memory_keeps_the_latest_labeled_rows_as_a_ring():
     memory = LabelMemory(3, 2)
     X = np.arange(10.0).reshape(5, 2)
-    memory_push(memory.X, memory.y, memory.state, X, np.array([0, -1, 1, 2, 1]), 5)
+    memory_push(memory.X, memory.y, memory.rows, memory.state, X, np.array([0, -1, 1, 2, 1]), 5,
+                20)
     assert memory.count == 3
     # four labeled rows went into three slots: the first was overwritten by the last
     assert sorted(memory.y.tolist()) == [1, 1, 2]
@@ -48,18 +49,67 @@ def test_memory_keeps_the_latest_labeled_rows_as_a_ring():
 
 def test_replay_appends_drawn_rows_after_the_batch():
     memory = LabelMemory(4, 2)
-    memory_push(memory.X, memory.y, memory.state, np.array([[1.0, 1], [2, 2]]),
-                np.array([5, 6]), 2)
+    memory_push(memory.X, memory.y, memory.rows, memory.state, np.array([[1.0, 1], [2, 2]]),
+                np.array([5, 6]), 2, 20)
     batch, codes = np.zeros((3, 2)), np.array([-1, 0, -1])
     out_X, out_codes = np.empty((5, 2)), np.empty(5, dtype=np.int64)
-    m = memory_replay(memory.X, memory.y, memory.state, batch, codes, 3,
-                      np.array([0.9, 0.1]), out_X, out_codes)
+    m = memory_replay(memory.X, memory.y, memory.rows, memory.state, batch, codes, 3,
+                      np.array([0.9, 0.1]), out_X, out_codes, 40, 100)
     assert m == 5
     np.testing.assert_array_equal(out_codes, [-1, 0, -1, 6, 5])  # int(u * 2): rows 1, 0
     np.testing.assert_array_equal(out_X[3:], [[2, 2], [1, 1]])
     empty = LabelMemory(4, 2)
-    assert memory_replay(empty.X, empty.y, empty.state, batch, codes, 3,
-                         np.array([0.5, 0.5]), out_X, out_codes) == 3
+    assert memory_replay(empty.X, empty.y, empty.rows, empty.state, batch, codes, 3,
+                         np.array([0.5, 0.5]), out_X, out_codes, 40, 100) == 3
+
+
+def _push(memory, labels, now):
+    """Store one row per label (its features: the label twice) at stream row `now`."""
+    labels = np.array(labels)
+    X = np.repeat(labels[:, None], 2, axis=1).astype(float)
+    memory_push(memory.X, memory.y, memory.rows, memory.state, X, labels, len(labels), now)
+
+
+def _replayed(memory, u, now, horizon):
+    out_X, out_codes = np.empty((len(u), 2)), np.empty(len(u), dtype=np.int64)
+    m = memory_replay(memory.X, memory.y, memory.rows, memory.state, np.zeros((0, 2)),
+                      np.zeros(0, dtype=np.int64), 0, np.asarray(u, float), out_X, out_codes,
+                      now, horizon)
+    return out_codes[:m].tolist()
+
+
+def test_memory_forgets_rows_older_than_its_horizon_in_stream_rows():
+    """The memory's reach is bounded in stream rows, not only in labels: rows that came
+    `horizon` rows or more before now leave before the draw, the newer ones stay."""
+    memory = LabelMemory(10, 2)
+    _push(memory, [1, 2], 100)
+    _push(memory, [3], 200)
+    _push(memory, [4, 5], 300)
+    assert _replayed(memory, np.linspace(0, 0.99, 20), 299, 200) == [1] * 4 + [2] * 4 + [
+        3] * 4 + [4] * 4 + [5] * 4
+    # at row 300 the rows of row 100 are 200 rows old: they leave
+    assert sorted(set(_replayed(memory, np.linspace(0, 0.99, 30), 300, 200))) == [3, 4, 5]
+    assert memory.count == 3
+    assert _replayed(memory, [0.5], 1000, 200) == [] and memory.count == 0
+
+
+def test_an_expired_ring_draws_from_its_oldest_live_row_across_the_wrap():
+    memory = LabelMemory(4, 2)
+    _push(memory, [1, 2, 3], 10)
+    _push(memory, [4, 5], 20)  # wraps: slot 0 now holds 5, slots 1-3 hold 2, 3, 4
+    assert memory.count == 4
+    # the rows of row 10 expire; those of row 20 (4 in slot 3, 5 in slot 0) remain
+    assert _replayed(memory, [0.0, 0.6], 30, 15) == [4, 5]
+    _push(memory, [6], 30)
+    assert _replayed(memory, [0.0, 0.4, 0.9], 31, 15) == [4, 5, 6]
+
+
+def test_a_memory_within_its_horizon_replays_as_before():
+    """A full ring whose rows never expire draws row `int(u * size)` by slot, as the memory
+    did before it had a horizon (today's models replay the same rows)."""
+    memory = LabelMemory(3, 2)
+    _push(memory, [1, 2, 3, 4], 10)  # slot 0 holds 4
+    assert _replayed(memory, [0.0, 0.5, 0.9], 11, 100) == [4, 2, 3]
 
 
 def test_confident_labels_only_label_unlabeled_rows_over_the_threshold():

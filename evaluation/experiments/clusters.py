@@ -27,3 +27,24 @@ def clusters(seed: int, instances: int, across: bool = False):
         side = X @ rng.normal(size=N_FEATURES)
         y = (side > np.median(side)).astype(np.int64)
     return [({j: float(v) for j, v in enumerate(row)}, int(c)) for row, c in zip(X, y)]
+
+
+
+class Endless:
+    """The `clusters` stream without end, as River's generators are (`n_features`, iterated
+    afresh from its seed), drawn `block` rows at a time: what a scenario whose centres change
+    takes its rows from (`drift`)."""
+
+    n_features = N_FEATURES
+
+    def __init__(self, seed: int, block: int = 1_000):
+        self.seed, self.block = seed, block
+
+    def __iter__(self):
+        rng = np.random.default_rng(self.seed)
+        centres = rng.uniform(0.25, 0.75, (N_CLUSTERS, N_FEATURES))
+        while True:
+            cluster = rng.integers(0, N_CLUSTERS, self.block)
+            X = centres[cluster] + rng.normal(0.0, SPREAD, (self.block, N_FEATURES))
+            for row, c in zip(np.clip(X, 0.0, 1.0), cluster):
+                yield {j: float(v) for j, v in enumerate(row)}, int(c)

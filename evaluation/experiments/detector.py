@@ -1,19 +1,20 @@
-"""How sensitive our models' drift detector is: ADWIN's `delta` against how soon it sees a real
-change and how often it fires on a stream that never changes.
+"""How sensitive our models' drift detector is: how soon it sees a real change and how often it
+fires on a stream that never changes, for the default watch (ADWIN and DDM side by side) and
+for ADWIN alone at each `delta`.
 
     python -m evaluation detector --seed 1 --out evaluation/results/detector   # docs/drift.md
     python -m evaluation detector --quick                                       # a minute
 
-For each `delta` of `--deltas`, the model (`DHBM()` at its defaults unless `--model` says
-otherwise) with `drift_detector=drift.ADWIN(delta)` runs
+For the default watch and each `delta` of `--deltas` (the model, `DHBM()` at its defaults
+unless `--model` says otherwise, with `drift_detector=drift.ADWIN(delta)`), it runs
 
 - the drift experiment's SEA scenario (`drift.scenario`: threshold 8 -> 9.5 at row 10,000 of
-  20,000) at 10 % labels, as a drift run does (River's dict API behind a `MinMaxScaler`, the
-  same seeded mask): the first alarm at or after the change is how late the detector saw it;
-- `--rows` rows of the stationary LED and Waveform (the streams of the learning targets) with
-  every row labeled, through the prequential loop of `python -m evaluation run`: every alarm
-  is a false one, and a restart of the learning it costs. (At 10 % labels the detector sees a
-  tenth of the errors and fires even less.)
+  20,000) at 10 % and 1 % labels, as a drift run does (River's dict API behind a
+  `MinMaxScaler`, the same seeded mask): the first alarm at or after the change is how late
+  the detector saw it;
+- `--rows` rows of the stationary LED and Waveform (the streams of the learning targets) at
+  100 %, 10 % and 1 % labels, through the prequential loop of `python -m evaluation run`:
+  every alarm is a false one, and a restart of the learning it costs.
 
 Writes `detector.csv` (one row per run, the alarms' rows), `detector.md` (the table) and
 `settings.json`.
@@ -33,31 +34,41 @@ from . import drift, tracks
 
 __all__ = ["DELTAS", "Run", "add_arguments", "command", "run_one"]
 
-#: ARF's drift detector's, ADWIN's default, ARF's warning detector's (our models' default), one
-#: more sensitive.
+#: ARF's drift detector's, ADWIN's default, ARF's warning detector's (the default watch's
+#: ADWIN), one more sensitive.
 DELTAS = [0.001, 0.002, 0.01, 0.05]
-#: The stationary streams' rows, and the label ratio of the SEA runs.
-ROWS, SEA_LABEL_RATIO = 200_000, 0.1
+#: The stationary streams' rows.
+ROWS = 200_000
 QUICK_ROWS = 20_000
+#: `(case, label ratio)` -> the table's column.
 CASES = {
-    "sea": "SEA's alarm",
-    "led-stationary": "false alarms, LED",
-    "waveform-stationary": "false alarms, Waveform",
+    ("sea", 0.1): "SEA's alarm, 10 %",
+    ("sea", 0.01): "SEA's alarm, 1 %",
+    ("led-stationary", 1.0): "false alarms, LED, 100 %",
+    ("led-stationary", 0.1): "LED, 10 %",
+    ("led-stationary", 0.01): "LED, 1 %",
+    ("waveform-stationary", 1.0): "Waveform, 100 %",
+    ("waveform-stationary", 0.1): "Waveform, 10 %",
+    ("waveform-stationary", 0.01): "Waveform, 1 %",
 }
 
 
 @dataclass(frozen=True)
 class Run:
-    """One model with one detector delta on one case (`CASES`) and seed: a picklable recipe."""
+    """One model with one detector (`delta` None: the default watch) on one case (`CASES`),
+    label ratio and seed: a picklable recipe."""
 
     case: str
     model: str
-    delta: float
+    delta: float | None
     seed: int
     rows: int = ROWS  # SEA's runs: the drift scenario's, `drift.N_ROWS`
+    label_ratio: float = 1.0
 
 
-def _detector(delta: float) -> dict:
+def _detector(delta: float | None) -> dict:
+    if delta is None:
+        return {}
     from river import drift as river_drift
 
     return {"drift_detector": river_drift.ADWIN(delta=delta)}
@@ -66,12 +77,12 @@ def _detector(delta: float) -> dict:
 def run_one(r: Run) -> dict:
     """The rows where the detector fired; for SEA, also the first one at or after the change."""
     if r.case == "sea":
-        sea = drift.run_one(drift.Run("sea", r.model, SEA_LABEL_RATIO, r.seed), _detector(r.delta))
+        sea = drift.run_one(drift.Run("sea", r.model, r.label_ratio, r.seed), _detector(r.delta))
         alarms = [int(row) for row in sea["drift_rows"].split()]
     else:
         from evaluation.prequential import last_step, prequential
 
-        dataset = registry.masked_stream(r.case, r.seed, 1.0, None, r.seed)
+        dataset = registry.masked_stream(r.case, r.seed, r.label_ratio, None, r.seed)
         model = registry.make_model(r.model, dataset.n_features, None, seed=r.seed,
                                     preset="default", params=_detector(r.delta))
         prequential(dataset, model, r.rows)
@@ -88,30 +99,40 @@ def _cell(run: dict) -> str:
     return str(run["n_alarms"])
 
 
+def _setting(delta) -> str:
+    return "default: ADWIN 0.01 and DDM" if delta is None or delta != delta else f"ADWIN {delta:g}"
+
+
 def table_markdown(frame, command_line: str) -> str:
-    """One row per delta: SEA's alarm after the change, the false alarms of each stationary
-    stream (per seed, separated by semicolons)."""
+    """One row per detector (the default watch first, then ADWIN alone by delta): SEA's alarm
+    after the change, the false alarms of each stationary stream (per seed, separated by
+    semicolons)."""
     model = frame.model.iloc[0]
+    stationary = frame[frame.case != "sea"]
     lines = [
         f"`{command_line}`", "",
-        f"`{model}` with `drift_detector=drift.ADWIN(delta)`, seeds "
+        f"`{model}` at its defaults (the default watch) and with "
+        "`drift_detector=drift.ADWIN(delta)`, seeds "
         f"{', '.join(map(str, sorted(frame.seed.unique())))}: the row of the first alarm at or "
-        f"after SEA's change at row {drift.CHANGE_AT:,} ({SEA_LABEL_RATIO * 100:g} % labels) and "
-        f"the alarms over {int(frame[frame.case != 'sea'].rows.iloc[0]):,} rows of the "
-        "stationary LED and Waveform (every row labeled).", "",
-        "| delta | " + " | ".join(CASES[c] for c in CASES) + " |",
-        "|---:|" + "---:|" * len(CASES),
+        f"after SEA's change at row {drift.CHANGE_AT:,} and the alarms over "
+        f"{int(stationary.rows.iloc[0]):,} rows of the stationary LED and Waveform, at each "
+        "share of labeled rows.", "",
+        "| detector | " + " | ".join(CASES.values()) + " |",
+        "|---|" + "---:|" * len(CASES),
     ]
-    for delta, block in frame.groupby("delta", sort=True):
-        cells = ["; ".join(_cell(run) for _, run in block[block.case == case].iterrows())
-                 for case in CASES]
-        lines.append(f"| {delta:g} | " + " | ".join(cells) + " |")
+    frame = frame.assign(order=frame.delta.fillna(-1.0))
+    for _, block in frame.groupby("order", sort=True):
+        cells = ["; ".join(_cell(run) for _, run in
+                           block[(block.case == case) & (block.label_ratio == ratio)].iterrows())
+                 for case, ratio in CASES]
+        lines.append(f"| {_setting(block.delta.iloc[0])} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deltas", type=floats, default=DELTAS,
-                   help="comma-separated ADWIN confidences, each in (0, 1)")
+                   help="comma-separated confidences of ADWIN alone, each in (0, 1), beside the "
+                   "default watch")
     p.add_argument("--model", default="dhbm-mf", help="one of this project's registry models")
     p.add_argument("--rows", type=positive_int, default=ROWS,
                    help="rows of each stationary stream")
@@ -137,8 +158,8 @@ def plan(args) -> list[Run]:
             raise ValueError(f"Invalid delta ({delta}). Must be in (0, 1)")
     rows = QUICK_ROWS if args.quick else args.rows
     seeds = range(args.seed, args.seed + args.seeds)
-    return [Run(case, args.model, delta, seed, drift.N_ROWS if case == "sea" else rows)
-            for delta in args.deltas for case in CASES for seed in seeds]
+    return [Run(case, args.model, delta, seed, drift.N_ROWS if case == "sea" else rows, ratio)
+            for delta in [None, *args.deltas] for case, ratio in CASES for seed in seeds]
 
 
 def run_all(runs: list[Run], jobs: int = 1, quiet: bool = False) -> list[dict]:
@@ -167,6 +188,7 @@ def command(args) -> int:
         print("error:", " ".join(str(e).split()), file=sys.stderr)
         return 2
     frame = pd.DataFrame(run_all(runs, args.jobs, args.quiet))
+    frame["delta"] = frame.delta.astype(float)  # None (the default watch): NaN
     table = table_markdown(frame, args.command_line)
     settings = {"command": args.command_line, "runs": len(runs),
                 "sea": drift.SCENARIOS["sea"][0]}

@@ -73,6 +73,13 @@ def _hyperplane(seed):
             synth.Hyperplane(seed=seed + 7, n_features=10, noise_percentage=0.05))
 
 
+def _clusters(seed):
+    from .clusters import Endless
+
+    # the clusters' centres are drawn anew: the input moves, and each class with it
+    return Endless(seed), Endless(seed + 1)
+
+
 def _led(seed):
     import streams
 
@@ -95,6 +102,8 @@ SCENARIOS = {
     "agrawal": ("River's Agrawal: function 0 -> 4", _agrawal),
     "sine": ("River's Sine with noise: function 0 -> 2", _sine),
     "hyperplane": ("River's Hyperplane (10 features, 5 % noise): a new hyperplane", _hyperplane),
+    "clusters": ("Gaussian clusters, a class each (the suite's `clusters`): new centres",
+                 _clusters),
     "led": ("MOA's LED (10 % noise): the digits move to 7 other attributes", _led),
     "waveform": ("MOA's noisy Waveform, normalised: all 21 attributes swapped", _waveform),
 }
@@ -181,6 +190,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=positive_int, default=3,
                    help="seeds --seed, --seed + 1, ... of every run")
     p.add_argument("--seed", type=int, default=0, help="the first seed")
+    p.add_argument("--rows", type=positive_int, default=N_ROWS, help="rows of each scenario")
+    p.add_argument("--change-at", type=positive_int, default=CHANGE_AT,
+                   help="the row at which the concept changes")
     p.add_argument("--quick", action="store_true",
                    help=f"{QUICK_ROWS:,} rows with the change at {QUICK_CHANGE_AT:,}, windows of "
                    f"{QUICK_WINDOW:,}, SEA and STAGGER, 100 %% and 10 %% labels, one seed")
@@ -207,7 +219,12 @@ def plan(args) -> list[Run]:
     for value in ratios:
         if not 0.0 < value <= 1.0:
             raise ValueError(f"Invalid label ratio ({value}). Must be in (0, 1]")
-    sizes = (QUICK_ROWS, QUICK_CHANGE_AT, QUICK_WINDOW) if quick else (N_ROWS, CHANGE_AT, WINDOW)
+    sizes = (QUICK_ROWS, QUICK_CHANGE_AT, QUICK_WINDOW) if quick else (
+        args.rows, args.change_at, WINDOW)
+    rows, change_at, window = sizes
+    if not window <= change_at <= rows - 2 * window:
+        raise ValueError(f"Invalid --change-at ({change_at}) for --rows {rows}. Must leave a "
+                         f"window of {window:,} rows before it and two after it")
     seeds = range(args.seed, args.seed + (1 if quick else args.seeds))
     return [Run(s, m, ratio, seed, *sizes)
             for s in scenarios for ratio in ratios for seed in seeds for m in models]

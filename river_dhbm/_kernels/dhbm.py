@@ -294,16 +294,17 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
     `optimiser = (grad, moments, first_step)`, Adam's step numbers running on from
     `first_step`; `schedule = (lrs, alphas, betas, disc_weights, steps)` holds block `b`'s
     `lr`, `alpha`, `beta`, `disc_weight` and step count (int64) at `b`; `settings = (mf_steps,
-    hard, confidence, labeled_seen, warm_up)`; `memory = (mem_X, mem_y, mem_state, uniforms,
-    replay)`: each update also learns `replay` rows of the label memory `(mem_X, mem_y,
-    mem_state)` per step, drawn by the next `steps[b] * replay` of `uniforms`, then stores the
-    block's labels there, and makes proxy labels at `confidence` once `warm_up` labeled rows
-    have been seen since the last change (`labeled_seen` of them before this run), as
-    `scarce_labels.learning_batch` does."""
+    hard, confidence, labeled_seen, warm_up)`; `memory = (mem_X, mem_y, mem_rows, mem_state,
+    uniforms, replay, now, horizon)`: each update also learns `replay` rows of the label memory
+    `(mem_X, mem_y, mem_rows, mem_state)` per step, drawn by the next `steps[b] * replay` of
+    `uniforms` once the rows `horizon` stream rows old have left, then stores the block's
+    labels there (block `b` ends at stream row `now + b * n`), and makes proxy labels at
+    `confidence` once `warm_up` labeled rows have been seen since the last change
+    (`labeled_seen` of them before this run), as `scarce_labels.learning_batch` does."""
     grad, moments, adam = optimiser
     lrs, alphas, betas, disc_weights, steps = schedule
     mf_steps, hard, confidence, labeled_seen, warm_up = settings
-    mem_X, mem_y, mem_state, uniforms, replay = memory
+    mem_X, mem_y, mem_rows, mem_state, uniforms, replay, now, horizon = memory
     mask = particles[3]  # empty: no dropout
     n = work[6].shape[0] - replay
     D = X.shape[1]
@@ -317,10 +318,10 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
             if codes[r] >= 0:
                 labeled_seen += 1
         drawn = steps[b] * replay
-        m = memory_replay(mem_X, mem_y, mem_state, X[rows], codes[rows], n,
-                          uniforms[used : used + drawn], Xa, ya)
+        m = memory_replay(mem_X, mem_y, mem_rows, mem_state, X[rows], codes[rows], n,
+                          uniforms[used : used + drawn], Xa, ya, now + b * n, horizon)
         used += drawn
-        memory_push(mem_X, mem_y, mem_state, X[rows], codes[rows], n)
+        memory_push(mem_X, mem_y, mem_rows, mem_state, X[rows], codes[rows], n, now + b * n)
         gate = confidence if labeled_seen >= warm_up else NO_PROXY_LABELS
         dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), net, (grad, moments, adam),
                        (mf_steps, lrs[b], alphas[b], betas[b], gate, disc_weights[b], hard),

@@ -40,8 +40,9 @@ def step_rows(X, y, n, s, steps, xs, ys):
 
 
 @njit(**JIT)
-def memory_push(mem_X, mem_y, state, X, codes, n):
-    """Store the labeled rows (`codes >= 0`) among the first `n` rows of `X` in the ring."""
+def memory_push(mem_X, mem_y, mem_rows, state, X, codes, n, now):
+    """Store the labeled rows (`codes >= 0`) among the first `n` rows of `X` in the ring, each
+    stamped with `now`, the stream row at which it came (`mem_rows`)."""
     size = mem_y.shape[0]
     if size == 0:
         return
@@ -50,24 +51,42 @@ def memory_push(mem_X, mem_y, state, X, codes, n):
             slot = state[1]
             _copy_row(X, r, mem_X, slot)
             mem_y[slot] = codes[r]
+            mem_rows[slot] = now
             state[1] = (slot + 1) % size
             if state[0] < size:
                 state[0] += 1
 
 
+@njit(**JIT, **INNER)
+def memory_expire(mem_rows, state, now, horizon):
+    """Forget the stored rows that came `horizon` stream rows or more before `now`: the oldest
+    ones, at the start of the ring."""
+    size = mem_rows.shape[0]
+    while state[0] > 0 and now - mem_rows[(state[1] - state[0]) % size] >= horizon:
+        state[0] -= 1
+
+
 @njit(**JIT)
-def memory_replay(mem_X, mem_y, state, X, codes, n, u, out_X, out_codes):
-    """The first `n` rows of `(X, codes)` followed by one stored row per uniform in `u` (each
-    row `int(u * rows stored)`), into `out_X`, `out_codes`; returns the row count (`n` when the
-    memory is empty). The replayed rows are drawn before this batch's labels are stored."""
+def memory_replay(mem_X, mem_y, mem_rows, state, X, codes, n, u, out_X, out_codes, now,
+                  horizon):
+    """The first `n` rows of `(X, codes)` followed by one stored row per uniform in `u` (row
+    `int(u * rows stored)` of the stored ones), into `out_X`, `out_codes`; returns the row
+    count (`n` when the memory is empty). Rows `horizon` stream rows older than `now` leave
+    first (`memory_expire`); the replayed rows are drawn before this batch's labels are
+    stored."""
     for r in range(n):
         _copy_row(X, r, out_X, r)
         out_codes[r] = codes[r]
+    memory_expire(mem_rows, state, now, horizon)
     count = state[0]
     if count == 0:
         return n
+    size = mem_y.shape[0]
+    # the stored rows run from the oldest's slot; a full ring counts from slot 0, as it did
+    # before rows could expire, so that a memory that never loses a row draws the same rows
+    first = 0 if count == size else (state[1] - count) % size
     for k in range(u.shape[0]):
-        i = min(int(u[k] * count), count - 1)
+        i = (first + min(int(u[k] * count), count - 1)) % size
         _copy_row(mem_X, i, out_X, n + k)
         out_codes[n + k] = mem_y[i]
     return n + u.shape[0]
