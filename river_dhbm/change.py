@@ -20,8 +20,8 @@ import sys
 import numpy as np
 from river import base as river_base
 
-__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "default_detectors",
-           "labeled_errors", "restart"]
+__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "YOUNG_ERRORS", "check_detector",
+           "default_detectors", "labeled_errors", "restart"]
 
 #: ADWIN's confidence of the default detector: ARF's warning detector's, more sensitive than its
 #: drift detector's 0.001, since an alarm here costs a restart of the learning, not the model.
@@ -49,18 +49,24 @@ def check_detector(detector) -> None:
 FIRST_ERRORS = 32
 
 
-def default_detectors():
-    """The detectors a model watches its labeled rows' errors with by default: River's ADWIN
-    (`DEFAULT_DELTA`) and DDM (Gama et al. 2004), as fresh instances.
+#: DDM watches this many labeled errors after the model's start and after each alarm: a young
+#: model's (`default_detectors`).
+YOUNG_ERRORS = 1_000
 
-    Each misses what the other sees. ADWIN compares the mean error of two sub-windows, which
-    needs many errors on each side: at 1 % labels a model is young for most of the stream, its
-    error still falling when a change comes, and the fall and the rise cancel in the windows.
-    DDM compares the running error with the lowest the model has reached (the minimum of its
-    mean plus one standard deviation), which is what the model should achieve now however
-    young it is, and raises an alarm three standard deviations above it: it sees a change
-    after a few dozen labels. Its running mean is slow on a long stream, where ADWIN's window
-    is quick.
+
+def default_detectors():
+    """The detectors a model watches its labeled rows' errors with by default, as fresh
+    instances: River's ADWIN (`DEFAULT_DELTA`) throughout, and DDM (Gama et al. 2004) for the
+    first `YOUNG_ERRORS` errors after each start.
+
+    ADWIN compares the mean error of two sub-windows, which needs a stable error before a
+    change: at 1 % labels a model is young for most of the stream, its error still falling
+    when a change comes, and in ADWIN's windows the fall and the rise cancel. DDM compares the
+    running error with the lowest the model has reached (the minimum of its mean plus one
+    standard deviation), which is what the model should achieve now however young it is, and
+    fires three standard deviations above it. Over a long stationary stream that minimum is
+    the extreme of ever more noisy values and the margin shrinks, and DDM fires for nothing;
+    a mature model is ADWIN's to watch.
     """
     from river.drift import ADWIN
     from river.drift.binary import DDM
@@ -76,15 +82,18 @@ def _no_drift(detector) -> bool:
 
 class ChangeWatch:
     """A fresh copy of `detector` fed with the labeled rows' 0/1 errors; when `detector` is None,
-    ADWIN and DDM side by side (`DEFAULT_DELTA`, `default_detectors`).
+    the default watch: ADWIN throughout, and DDM while the model is young
+    (`default_detectors`).
 
     `alarms` lists the rows (counted from 1, in the order the model learnt them) at whose
     mini-batch the error rose.
     """
 
     def __init__(self, detector):
+        self.default = detector is None
         self.detector = None if detector is None else detector.clone()
-        self.minimum = None  # the default's DDM, beside its ADWIN (`detector`)
+        self.minimum = None  # the default's DDM beside its ADWIN (`detector`), while young
+        self.young = 0  # errors DDM has seen
         self.active = not _no_drift(detector)
         self.alarms: list[int] = []
         self.pending = False  # an alarm whose restart waits for the next check
@@ -99,9 +108,9 @@ class ChangeWatch:
                 return False
             self.detector, self.minimum = default_detectors()
             errors, self._first = self._first, []
-        detector = self.detector
         rose = False
         for error in errors:
+            detector = self.detector
             before = getattr(detector, "estimation", None)
             detector.update(float(error))
             rose_here = False
@@ -112,11 +121,14 @@ class ChangeWatch:
             minimum = self.minimum
             if minimum is not None:
                 minimum.update(bool(error))
-                if minimum.drift_detected:  # it starts afresh by itself; ADWIN's window holds
-                    rose_here = True        # the old concept, which would raise it again
-                    detector = self.detector = default_detectors()[0]
-                elif rose_here:  # its minimum is the old concept's
-                    self.minimum = default_detectors()[1]
+                self.young += 1
+                if minimum.drift_detected:  # ADWIN's window holds the old concept too
+                    rose_here = True
+                    self.detector = default_detectors()[0]
+                elif self.young >= YOUNG_ERRORS:
+                    self.minimum = None  # a mature model: ADWIN's alone
+            if rose_here and self.default:  # young again: DDM starts afresh (its minimum
+                self.minimum, self.young = default_detectors()[1], 0  # was the old concept's)
             rose |= rose_here
         if rose:
             self.alarms.append(int(row))

@@ -87,16 +87,14 @@ class DHBM(HybridClassifier):
     replay
         Rows of the label memory added to each step (0: none).
     memory_size
-        How many of the latest labeled rows the label memory keeps, of the last
-        10,000 stream rows (`scarce_labels.MEMORY_HORIZON`).
+        How many labeled rows the label memory keeps (those of the last 10,000 stream rows).
     confidence
         Predicted probability making an unlabeled row a labeled one (after 50 labels).
     dtype
         `"float64"` or `"float32"` (single precision, faster for wide layers).
     drift_detector
-        A River detector fed the labeled rows' 0/1 errors; its alarm restarts the fast
-        learning. Default (None): `drift.ADWIN(delta=0.01)` and `drift.binary.DDM()` side
-        by side (`change.default_detectors`); `drift.NoDrift()` turns it off.
+        A River detector fed the labeled rows' 0/1 errors; an alarm restarts the fast learning.
+        Default: ADWIN, and DDM while young (`change.default_detectors`); `drift.NoDrift()`: off.
     batch_size
         Instances per update.
     seed
@@ -128,14 +126,14 @@ class DHBM(HybridClassifier):
 
     >>> result = prequential(dataset, DHBM(seed=1), 30_000, step=10_000)
     >>> result.faded_error.round(3)
-    array([0.32 , 0.331, 0.276])
+    array([0.32 , 0.308, 0.281])
 
     Notes
     -----
     `safe_unlabeled` combines the network with a twin learning the labeled rows only, by
-    their Brier scores (`river_dhbm.safety`): unlabeled rows cost at most `ln 5` of
-    cumulative Brier score. `paper()` has the paper's settings. docs/models/dhbm.md has the choices where the paper
-    is vague and the figures behind the defaults, which are:
+    their Brier scores (`river_dhbm.safety`): unlabeled rows cost at most `ln 5` of cumulative
+    Brier score. `paper()` has the paper's settings. docs/models/dhbm.md has the choices where
+    the paper is vague and the figures behind the defaults, which are:
 
     - `steps=8`, each with its own `replay=20` memory rows: a stream shows each row once;
       past `warm_start=250` labels fewer steps, lest the memory's noise be fitted.

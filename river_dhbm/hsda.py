@@ -83,14 +83,12 @@ class HSDA(HybridClassifier):
     replay
         How many rows of the label memory each step adds (see `DHBM`).
     memory_size
-        How many of the latest labeled rows the label memory keeps, of the last
-        10,000 stream rows (`scarce_labels.MEMORY_HORIZON`).
+        How many labeled rows the label memory keeps (those of the last 10,000 stream rows).
     confidence
         The ensemble's probability making an unlabeled row a labeled one (after 50 labels).
     drift_detector
-        A River detector fed the labeled rows' 0/1 errors; its alarm restarts the fast
-        learning. Default (None): `drift.ADWIN(delta=0.01)` and `drift.binary.DDM()` side
-        by side (`change.default_detectors`); `drift.NoDrift()` turns it off.
+        A River detector fed the labeled rows' 0/1 errors; an alarm restarts the fast learning.
+        Default: ADWIN, and DDM while young (`change.default_detectors`); `drift.NoDrift()`: off.
     batch_size
         Instances per update.
     seed

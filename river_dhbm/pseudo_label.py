@@ -74,13 +74,11 @@ class PseudoLabelMLP(HybridClassifier):
     replay
         Labeled rows drawn from the label memory and added to each step (0: none).
     memory_size
-        How many of the latest labeled rows the label memory keeps, of the last
-        10,000 stream rows (`scarce_labels.MEMORY_HORIZON`).
+        How many labeled rows the label memory keeps (those of the last 10,000 stream rows).
     drift_detector
         A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
         learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Defaults to `drift.ADWIN(delta=0.01)` and `drift.binary.DDM()` side by
-        side (`change.default_detectors`); `drift.NoDrift()` turns it off.
+        Notes). Default: ADWIN, and DDM while young; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed

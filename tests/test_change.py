@@ -101,14 +101,30 @@ def test_the_default_watch_sees_a_change_while_the_model_is_young():
     assert first["adwin"] == [None] * 10
 
 
-def test_an_alarm_of_either_default_detector_starts_the_other_afresh():
+def test_an_alarm_starts_ddm_afresh_and_ddms_starts_adwin_afresh():
     watch = change.ChangeWatch(None)
     watch.rose(np.zeros(200, dtype=bool), 1)
     adwin, ddm = watch.detector, watch.minimum
     assert watch.rose(np.ones(60, dtype=bool), 2)
     # DDM fires first here: ADWIN's window of the old concept is dropped with it
     assert watch.detector is not adwin and watch.detector.width < 60
-    assert watch.minimum is ddm  # River's DDM starts afresh by itself at its next value
+    assert watch.minimum is not ddm and watch.young < 60
+
+
+def test_ddm_watches_a_young_model_only():
+    """DDM sees the first `YOUNG_ERRORS` errors after a start, then ADWIN watches alone, until
+    an alarm makes the model young again."""
+    rng = np.random.default_rng(0)
+    watch = change.ChangeWatch(None)
+    watch.rose(rng.random(change.YOUNG_ERRORS - 1) < 0.2, 1)
+    assert watch.minimum is not None and not watch.alarms
+    watch.rose(rng.random(5) < 0.2, 2)
+    assert watch.minimum is None  # mature
+    assert watch.rose(rng.random(600) < 0.6, 3)  # ADWIN sees this rise
+    assert watch.minimum is not None and watch.young < 600
+    custom = change.ChangeWatch(drift.ADWIN(delta=0.01))
+    custom.rose(np.ones(100, dtype=bool), 1)
+    assert custom.minimum is None and custom.young == 0
 
 
 def _scarce_planted(seed: int):

@@ -257,7 +257,7 @@ def table_markdown(frame, command_line: str) -> str:
         "rows where our model's detector fired, per seed.", "",
     ]
     for ratio, block in frame.groupby("label_ratio", sort=False):
-        lines += [f"**{ratio:.0%} labels**", "",
+        lines += [f"**{ratio * 100:g}% labels**", "",
                   "| scenario | model | before | just after | recovered | end | alarms |",
                   "|---|---|---:|---:|---:|---:|---|"]
         for (name, model), runs in block.groupby(["scenario", "model"], sort=False):
@@ -290,7 +290,7 @@ def figure(frame):
             x = 500 + 100 * np.arange(curves.shape[1])
             ax.plot(x, curves.mean(axis=0), label=model.replace("river:", ""), lw=1.2)
         ax.axvline(change_at, color="k", ls=":", lw=1)
-        ax.set_title(f"{name}, {ratio:.0%} labels", fontsize=10)
+        ax.set_title(f"{name}, {ratio * 100:g}% labels", fontsize=10)
         ax.set_xlabel("row")
         ax.set_ylabel("accuracy (500 rows)")
     for ax in axes.flat[len(groups):]:
