@@ -26,6 +26,7 @@ FIGURES = {
     "img/tracks-10-binary.png": "evaluation/results/tracks-10/tracks-binary.png",
     "img/tracks-10-multiclass.png": "evaluation/results/tracks-10/tracks-multiclass.png",
     "img/drift.png": "evaluation/results/drift/drift.png",
+    "img/drift-scarce.png": "evaluation/results/drift-scarce/drift.png",
 }
 
 

@@ -20,8 +20,8 @@ import sys
 import numpy as np
 from river import base as river_base
 
-__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "YOUNG_ERRORS", "check_detector",
-           "default_detectors", "labeled_errors", "restart"]
+__all__ = ["CHECK_EVERY", "ChangeWatch", "DEFAULT_DELTA", "check_detector", "default_detectors",
+           "labeled_errors", "restart"]
 
 #: ADWIN's confidence of the default detector: ARF's warning detector's, more sensitive than its
 #: drift detector's 0.001, since an alarm here costs a restart of the learning, not the model.
@@ -49,24 +49,17 @@ def check_detector(detector) -> None:
 FIRST_ERRORS = 32
 
 
-#: DDM watches this many labeled errors after the model's start and after each alarm: a young
-#: model's (`default_detectors`).
-YOUNG_ERRORS = 1_000
-
-
 def default_detectors():
-    """The detectors a model watches its labeled rows' errors with by default, as fresh
-    instances: River's ADWIN (`DEFAULT_DELTA`) throughout, and DDM (Gama et al. 2004) for the
-    first `YOUNG_ERRORS` errors after each start.
+    """The detectors a model watches its labeled rows' errors with by default, side by side, as
+    fresh instances: River's ADWIN (`DEFAULT_DELTA`) and DDM (Gama et al. 2004).
 
-    ADWIN compares the mean error of two sub-windows, which needs a stable error before a
-    change: at 1 % labels a model is young for most of the stream, its error still falling
-    when a change comes, and in ADWIN's windows the fall and the rise cancel. DDM compares the
-    running error with the lowest the model has reached (the minimum of its mean plus one
-    standard deviation), which is what the model should achieve now however young it is, and
-    fires three standard deviations above it. Over a long stationary stream that minimum is
-    the extreme of ever more noisy values and the margin shrinks, and DDM fires for nothing;
-    a mature model is ADWIN's to watch.
+    Each sees what the other misses. ADWIN compares the mean error of two sub-windows, which
+    needs a stable error before a change: at 1 % labels a model is young for most of the
+    stream, its error still falling when a change comes, and in ADWIN's windows the fall and
+    the rise cancel. DDM compares the running error with the lowest the model has reached (the
+    minimum of its mean plus one standard deviation), which is what the model should achieve
+    now however young it is, and fires three standard deviations above it. Its running mean
+    is slow to move late in a long stream, where ADWIN's window is quick.
     """
     from river.drift import ADWIN
     from river.drift.binary import DDM
@@ -82,18 +75,15 @@ def _no_drift(detector) -> bool:
 
 class ChangeWatch:
     """A fresh copy of `detector` fed with the labeled rows' 0/1 errors; when `detector` is None,
-    the default watch: ADWIN throughout, and DDM while the model is young
-    (`default_detectors`).
+    ADWIN and DDM side by side (`default_detectors`).
 
     `alarms` lists the rows (counted from 1, in the order the model learnt them) at whose
     mini-batch the error rose.
     """
 
     def __init__(self, detector):
-        self.default = detector is None
         self.detector = None if detector is None else detector.clone()
-        self.minimum = None  # the default's DDM beside its ADWIN (`detector`), while young
-        self.young = 0  # errors DDM has seen
+        self.minimum = None  # the default's DDM, beside its ADWIN (`detector`)
         self.active = not _no_drift(detector)
         self.alarms: list[int] = []
         self.pending = False  # an alarm whose restart waits for the next check
@@ -118,17 +108,13 @@ class ChangeWatch:
                 after = getattr(detector, "estimation", None)
                 # a two-sided detector (ADWIN) keeps the recent window: compare its mean
                 rose_here = before is None or after is None or after > before
-            minimum = self.minimum
-            if minimum is not None:
-                minimum.update(bool(error))
-                self.young += 1
-                if minimum.drift_detected:  # ADWIN's window holds the old concept too
+            if self.minimum is not None:
+                self.minimum.update(bool(error))
+                if self.minimum.drift_detected:  # ADWIN's window holds the old concept too
                     rose_here = True
                     self.detector = default_detectors()[0]
-                elif self.young >= YOUNG_ERRORS:
-                    self.minimum = None  # a mature model: ADWIN's alone
-            if rose_here and self.default:  # young again: DDM starts afresh (its minimum
-                self.minimum, self.young = default_detectors()[1], 0  # was the old concept's)
+                if rose_here:  # the model is young again; DDM's minimum was the old concept's
+                    self.minimum = default_detectors()[1]
             rose |= rose_here
         if rose:
             self.alarms.append(int(row))

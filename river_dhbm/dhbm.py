@@ -94,7 +94,7 @@ class DHBM(HybridClassifier):
         `"float64"` or `"float32"` (single precision, faster for wide layers).
     drift_detector
         A River detector fed the labeled rows' 0/1 errors; an alarm restarts the fast learning.
-        Default: ADWIN, and DDM while young (`change.default_detectors`); `drift.NoDrift()`: off.
+        Default: ADWIN (delta 0.01) and DDM (`change.default_detectors`); `drift.NoDrift()`: off.
     batch_size
         Instances per update.
     seed

@@ -78,7 +78,7 @@ class PseudoLabelMLP(HybridClassifier):
     drift_detector
         A River drift detector fed the labeled rows' 0/1 errors (each predicted before it is
         learnt); when it sees the error rise the model restarts its fast learning (see the
-        Notes). Default: ADWIN, and DDM while young; `drift.NoDrift()` turns it off.
+        Notes). Default: ADWIN (delta 0.01) and DDM; `drift.NoDrift()` turns it off.
     batch_size
         Instances per update.
     seed
