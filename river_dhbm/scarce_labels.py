@@ -34,8 +34,8 @@ PSEUDO_LABEL_WARM_UP = 50
 #: Stream rows a labeled row stays in the label memory, whatever the label ratio: a memory
 #: measured in labels alone is a memory of the past when labels are scarce (1,000 labels span
 #: 100,000 rows at 1 %), and replays an old concept against the new labels long after a
-#: change. At 10 % labels the default memory's 1,000 rows span about this many rows, so the
-#: horizon changes nothing where the defaults were tuned.
+#: change. At 10 % labels, where the defaults were tuned, the default memory's 1,000 rows span
+#: about this many rows: the horizon trims only the oldest few of them.
 MEMORY_HORIZON = 10_000
 
 
