@@ -66,8 +66,8 @@ def default_detectors():
     stream, its error still falling when a change comes, and in ADWIN's windows the fall and
     the rise cancel. DDM compares the running error with the lowest the model has reached (the
     minimum of its mean plus one standard deviation), which is what the model should achieve
-    now however young it is, and fires `DDM_THRESHOLD` standard deviations above it. Its running mean
-    is slow to move late in a long stream, where ADWIN's window is quick.
+    now however young it is, and fires `DDM_THRESHOLD` standard deviations above it. Its
+    running mean is slow to move late in a long stream, where ADWIN's window is quick.
     """
     from river.drift import ADWIN
     from river.drift.binary import DDM
