@@ -5,10 +5,10 @@ A stream learner sees each labeled row once. With 1 % or 0.1 % labels that is on
 per label, far too few for a network to learn what a naive Bayes model gets from the same rows
 in closed form. The memory keeps the last `memory_size` labeled rows of the last
 `MEMORY_HORIZON` stream rows (a ring, so it follows drift) and each update appends `replay` of
-them, drawn uniformly, to the mini-batch. Confident
-proxy labels turn an unlabeled row whose prediction reaches `confidence` into a labeled row of
-its predicted class for that update (self-training, Lee 2013, gated as in Grandvalet & Bengio's
-entropy minimisation), once the model has seen `PSEUDO_LABEL_WARM_UP` labeled rows.
+them, drawn uniformly, to the mini-batch. Confident proxy labels turn an unlabeled row whose
+prediction reaches `confidence` into a labeled row of its predicted class for that update
+(self-training, Lee 2013, gated as in Grandvalet & Bengio's entropy minimisation), once the
+model has seen `PSEUDO_LABEL_WARM_UP` labeled rows.
 
 The kernels work on the memory's arrays so that the DHBM's fused run (one Numba call for many
 mini-batches) replays exactly what the per-batch path does. All draws are uniforms from the
