@@ -121,8 +121,8 @@ class ChangeWatch:
                 self.minimum.update(bool(error))
                 if self.minimum.drift_detected:  # ADWIN's window holds the old concept too
                     rose_here = True
-                    self.detector = default_detectors()[0]
-                if rose_here:  # the model is young again; DDM's minimum was the old concept's
+                    self.detector, self.minimum = default_detectors()
+                elif rose_here:  # the model is young again; DDM's minimum was the old concept's
                     self.minimum = default_detectors()[1]
             rose |= rose_here
         if rose:

@@ -29,7 +29,6 @@ def clusters(seed: int, instances: int, across: bool = False):
     return [({j: float(v) for j, v in enumerate(row)}, int(c)) for row, c in zip(X, y)]
 
 
-
 class Endless:
     """The `clusters` stream without end, as River's generators are (`n_features`, iterated
     afresh from its seed), drawn `block` rows at a time: what a scenario whose centres change
