@@ -92,8 +92,10 @@ class HybridClassifier(base.MiniBatchClassifier):
     # (`_staged`, the hybrid's and the twin's `p(y | x)` of it).
     _staged = None
     _staged_experts = None
-    #: A subclass without the setting (a test double, say) has no labeled-only twin (`safety`).
+    #: A subclass without the settings (a test double, say) has no labeled-only twin and no
+    #: linear expert (`safety`).
     safe_unlabeled = False
+    linear_expert = False
 
     def __init__(self, batch_size: int = 20, seed: int | None = None, drift_detector=None):
         self.batch_size = batch_size
@@ -136,8 +138,11 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._staged = None
         self._memory = None  # the label memory (`scarce_labels.LabelMemory`), made when used
         check_bool("safe_unlabeled", self.safe_unlabeled)
-        self._twin = None  # the labeled-only twin and the mixture's weight (`safety`), made
-        self._mixture = None  # with the features
+        check_bool("linear_expert", self.linear_expert)
+        # the twin, the linear expert and their mixture with the network (`safety`), made with
+        # the features
+        self._twin = self._linear = self._mixture = None
+        self._experts = ("network",)
         self.n_updates = 0
         self.n_labeled_seen = 0
         self._watch = change.ChangeWatch(self.drift_detector)
@@ -169,13 +174,17 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     @property
     def unlabeled_trust(self) -> float:
-        """The weight of the network that learns the unlabeled rows in the prediction, against
-        its labeled-only twin (`river_dhbm.safety`): near 1 when the unlabeled rows have paid
-        on the labeled rows so far, near 0 when they have cost, `safety.PRIOR` while both have
-        predicted alike. 1.0 without a twin (`learn_unlabeled=False`,
-        `safe_unlabeled=False`) and before any labeled row (nothing is predicted yet)."""
-        mixture = self._mixture
-        return 1.0 if mixture is None or mixture.n_scored == 0 else mixture.weight
+        """The network's weight against its labeled-only twin, their share of the prediction
+        divided between them (`river_dhbm.safety`): near 1 when the unlabeled rows have paid on
+        the labeled rows so far, near 0 when they have cost; 1.0 without a twin and before any
+        labeled row."""
+        return safety.unlabeled_trust(self)
+
+    @property
+    def expert_weights(self) -> dict:
+        """Each expert's weight in the prediction by name (`"network"`, `"twin"`, `"linear"`;
+        `river_dhbm.safety`), their priors before any labeled row."""
+        return safety.expert_weights(self)
 
     # ------------------------------------------------------------------ pickling
 
@@ -253,7 +262,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
         announce_compilation(self)  # the kernels come next: say so if they must be compiled
         self._init_params(len(self._features))
-        safety.attach_twin(self)
+        safety.attach_experts(self)
 
     def _class_of(self, y) -> int:
         """The column of label `y`, adding a class the first time it is seen."""
@@ -263,8 +272,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             self._classes.append(y)
             self._class_index[y] = k
             self._add_class()
-            if self._twin is not None:
-                self._twin._class_of(y)  # the same column in both experts
+            safety.add_class(self)
         return k
 
     # ------------------------------------------------------------------ learning

@@ -140,10 +140,13 @@ class ChangeWatch:
 
 def restart(model) -> None:
     """Re-open `model`'s fast learning after a change: the warm start counts labels from now
-    on, the label memory forgets the old concept, Adam's moments start again."""
+    on, the label memory forgets the old concept, the experts' scores and Adam's moments start
+    again."""
     model._labels_before_change = model.n_labeled_seen
     if model._memory is not None:
         model._memory.state[:] = 0
+    if model._mixture is not None:  # the best expert may have changed
+        model._mixture.restart()
     moments = getattr(model, "_moments", None)
     if moments is not None and moments.size:
         moments[:] = 0.0

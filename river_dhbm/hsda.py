@@ -77,6 +77,8 @@ class HSDA(HybridClassifier):
         `False`: no learning from unlabeled rows, nothing else changed (the ablation).
     safe_unlabeled
         Whether the prediction mixes the network with a labeled-only twin (see `DHBM`).
+    linear_expert
+        Whether the prediction mixes in a linear softmax model of the labeled rows (see `DHBM`).
     weighted_layers
         Whether the prediction weights each layer's predictor by its recent log-loss on the
         labels (see the Notes); `False`: the plain mean of the layers (the paper's settings).
@@ -113,7 +115,7 @@ class HSDA(HybridClassifier):
     ... )
     >>> model = HSDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 56.37%
+    Accuracy: 60.27%
 
     Notes
     -----
@@ -148,6 +150,7 @@ class HSDA(HybridClassifier):
 
     _PAPER_SETTINGS = {
         "safe_unlabeled": False,
+        "linear_expert": False,
         "corruption": 0.15,
         "loss": "ce",
         "learning_rate": 0.051,
@@ -193,6 +196,7 @@ class HSDA(HybridClassifier):
         warm_start: int | None = 250,
         learn_unlabeled: bool = True,
         safe_unlabeled: bool = True,
+        linear_expert: bool = True,
         weighted_layers: bool = True,
         replay: int = 20,
         memory_size: int = 1000,
@@ -219,6 +223,7 @@ class HSDA(HybridClassifier):
         self.warm_start = warm_start
         self.learn_unlabeled = learn_unlabeled
         self.safe_unlabeled = safe_unlabeled
+        self.linear_expert = linear_expert
         self.weighted_layers = weighted_layers
         self.replay = replay
         self.memory_size = memory_size

@@ -32,14 +32,20 @@ def push(model, rows: np.ndarray, labeled: list) -> None:
         codes = model._y_buf
         codes[start : start + n] = -1
         # classes are discovered batch by batch, in row order (a new class shows up in the
-        # update of the batch that holds it, not before)
+        # update of the batch that holds it, not before); the experts score the rows before a
+        # new class without its column, as `push_one` does
+        scored = start
         while k < len(labeled) and labeled[k][0] < i + n:
             j, y = labeled[k]
-            codes[start + j - i] = model._class_of(y)
+            slot = start + j - i
+            if model._mixture is not None and y not in model._class_index:
+                safety.score(model, model._X_buf[scored:slot], codes[scored:slot])
+                scored = slot
+            codes[slot] = model._class_of(y)
             model._n_buf_labeled += 1
             k += 1
-        if model._twin is not None:
-            safety.score(model, model._X_buf[start : start + n], codes[start : start + n])
+        if model._mixture is not None:
+            safety.score(model, model._X_buf[scored : start + n], codes[scored : start + n])
         model._n_buf = start + n
         i += n
         if model._n_buf == bs:
@@ -67,10 +73,10 @@ def push_one(model, row, y) -> None:
     else:
         k = model._y_buf[start] = model._class_of(y)
         model._n_buf_labeled += 1
-        if model._twin is None:
+        if model._mixture is None:
             pass
-        elif experts is not None and k < len(experts[1]):  # as predicted: no second pass
-            model._mixture.score(np.array([experts[1]]), np.array([experts[2]]), np.array([k]))
+        elif experts is not None and k < len(experts[1][0]):  # as predicted: no second pass
+            model._mixture.score([np.array([p]) for p in experts[1]], np.array([k]))
         else:
             safety.score(model, model._X_buf[start : start + 1], model._y_buf[start : start + 1])
     model._n_buf = start + 1
@@ -80,10 +86,13 @@ def push_one(model, row, y) -> None:
 
 def flush(model, predict: bool = False) -> np.ndarray | None:
     """One update on the full buffer (`learn`); with `predict`, returns `p(y | x)` of its
-    rows before the update. The twin (`safety`) then learns the buffer's labeled rows."""
+    rows before the update. The twin (`safety`) then learns the buffer's labeled rows, and
+    the linear expert the buffer."""
     X, codes = model._X_buf, model._y_buf
-    twin = model._twin
-    if twin is not None:  # copies: an update may change the buffer
+    twin, linear = model._twin, model._linear
+    if linear is not None:  # copies: an update may change the buffer
+        X_batch, codes_batch = X.copy(), codes.copy()
+    if twin is not None:
         labeled = codes >= 0
         X_labeled, codes_labeled = X[labeled], codes[labeled]
     P = learn(model, X, codes, model._n_buf_labeled, predict)
@@ -92,6 +101,8 @@ def flush(model, predict: bool = False) -> np.ndarray | None:
     model._staged = None
     if twin is not None:  # the ablation's update, without the rows it weighs 0
         learn(twin, X_labeled, codes_labeled, len(codes_labeled))
+    if linear is not None:
+        linear.learn(model, X_batch, codes_batch)
     return P
 
 
@@ -133,7 +144,7 @@ def test_then_train(model, X: np.ndarray, pairs: list, bs: int) -> np.ndarray:
             codes = np.full(stop - start, -1, dtype=np.int64)
             for i, v in pairs[k:end]:
                 codes[i - start] = model._class_index[v]
-            if model._twin is None:
+            if model._mixture is None:
                 predicted[start:stop] = model._test_then_train_run(X[start:stop], codes)
             else:  # a model's own run (one kernel call) predicts with its network alone
                 predicted[start:stop] = batch_by_batch(model, X[start:stop], codes)
@@ -175,19 +186,20 @@ def batch_by_batch(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         model._y_buf[:] = codes[batch]
         model._n_buf = bs
         model._n_buf_labeled = int((codes[batch] >= 0).sum())
-        P = flush(model, predict=True) if model._twin is None else mixed_flush(model)
+        P = flush(model, predict=True) if model._mixture is None else mixed_flush(model)
         predicted[batch] = P.argmax(axis=1)
     return predicted
 
 
 def mixed_flush(model) -> np.ndarray:
-    """`flush(model, predict=True)` of a model with a twin: the mixture's `p(y | x)` of the
-    buffer's rows before the update (with the weight before them), the labeled rows then
-    scored by both experts' predictions, and both experts updated."""
+    """`flush(model, predict=True)` of a model with experts beside its network: the
+    mixture's `p(y | x)` of the buffer's rows before the update (with the weights before
+    them), the labeled rows then scored by every expert's predictions, and every expert
+    updated."""
     codes = model._y_buf.copy()
-    P_twin = model._twin._proba(model._X_buf)
-    P_hybrid = flush(model, predict=True)
-    P = model._mixture.mix(P_hybrid, P_twin)
+    others = safety.expert_proba(model, model._X_buf)[1:]  # the network's comes with its update
+    Ps = [flush(model, predict=True), *others]
+    P = model._mixture.mix(Ps)
     labeled = codes >= 0
-    model._mixture.score(P_hybrid[labeled], P_twin[labeled], codes[labeled])
+    model._mixture.score([P_e[labeled] for P_e in Ps], codes[labeled])
     return P

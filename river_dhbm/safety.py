@@ -1,24 +1,29 @@
-"""Unlabeled rows that never cost: the hybrid and its discriminative twin, combined by Vovk's
-aggregating algorithm for the Brier game.
+"""Unlabeled rows that never cost, and never behind the simplest learner: the network, its
+discriminative twin and a linear expert, combined by Vovk's aggregating algorithm for the Brier
+game.
 
 A hybrid learns from unlabeled rows, and on some streams they mislead it (clusters that cut
 across the classes). Its twin is the same model, same settings and seed, with
 `learn_unlabeled=False`: it learns the labeled rows of each mini-batch and its own replay of
 them, which is the labeled-only ablation's learning rule (the ablation weighs its unlabeled
-rows 0). Each expert's cumulative Brier score `L` on the labeled rows (`sum_k (p_k - [y =
-k])^2` per row, between 0 and 2) sets its weight, each row scored by both experts before
-either learns it:
+rows 0). A hidden layer needs far more labels than a linear model to learn a linear concept:
+the linear expert (`river_dhbm.linear_expert`) is softmax regression of the labeled rows.
+Each expert's cumulative Brier score `L_e` on the labeled rows (`sum_k (p_k - [y = k])^2` per
+row, between 0 and 2) sets its weight, each row scored by every expert before any learns it:
 
-    w = PRIOR exp(-L_hybrid) / (PRIOR exp(-L_hybrid) + (1 - PRIOR) exp(-L_twin)),
+    w_e = prior_e exp(-L_e) / sum_f prior_f exp(-L_f),
 
 and the prediction `gamma` is the aggregating algorithm's for the Brier game (Vovk &
 Zhdanov, Prediction with expert advice for the Brier game, JMLR 2009): with
-`g(y) = -ln(w exp(-brier(p_hybrid, y)) + (1 - w) exp(-brier(p_twin, y)))` for every class
-`y`, `gamma_y = max(0, (s - g(y)) / 2)`, `s` such that `gamma` sums to 1. The Brier game is
-mixable at rate 1, so `brier(gamma, y) <= g(y)` whatever `y`, and the cumulative Brier score
-of the predictions is never more than `ln(1 / PRIOR)` above the hybrid's nor
-`ln(1 / (1 - PRIOR))` above the twin's, from the first labeled row on, whatever the stream.
-With `w` exactly 1, `gamma` is the hybrid's prediction.
+`g(y) = -ln(sum_e w_e exp(-brier(p_e, y)))` for every class `y`, `gamma_y = max(0, (s - g(y))
+/ 2)`, `s` such that `gamma` sums to 1. The Brier game is mixable at rate 1, so
+`brier(gamma, y) <= g(y)` whatever `y`, and the cumulative Brier score of the predictions is
+never more than `ln(1 / prior_e)` above expert `e`'s, for every expert at once, from the first
+labeled row on, whatever the stream. With one weight exactly 1, `gamma` is that expert's
+prediction.
+
+After a change the best expert may change: the model's drift alarm starts every score afresh
+(`restart`), so the weights return to the priors and follow the new concept's labels.
 
 Why the Brier score and not the log loss (the aggregating algorithm's other classic game,
 whose prediction is the plain mixture): the stream is judged by accuracy, and a network that
@@ -33,73 +38,95 @@ import math
 
 import numpy as np
 
-#: The hybrid's weight before any labeled row. Four to one for the network that learns the
-#: unlabeled rows: while few labels have been scored the two experts' scores differ by little
-#: and an even prior hands much of the prediction to the twin, giving up much of what the
-#: unlabeled rows pay. The price is a bound of `ln 5` (1.6) against the twin instead of
-#: `ln 2`, once over the whole stream.
-PRIOR = 0.8
+from river_dhbm.linear_expert import LinearExpert
+
+#: Each expert's weight before any labeled row. The network that learns the unlabeled rows has
+#: four times its twin's: while few labels have been scored the two differ by little, and an
+#: even prior hands much of the prediction to the twin, giving up much of what the unlabeled
+#: rows pay. The linear expert has a third: where labels are scarce it leads for the longest,
+#: and 0.2 left more of that lead to the network (docs/results.md). A model without a twin gives
+#: the twin's share to its network, so the linear expert starts with the same weight in a model
+#: and in its labeled-only ablation. The price is a bound of `ln(1 / prior)` against each
+#: expert, once over the whole stream: `ln 1.875` (0.63) against the network, `ln 7.5` (2.01)
+#: against the twin, `ln 3` (1.10) against the linear expert.
+PRIORS = {"network": 8 / 15, "twin": 2 / 15, "linear": 1 / 3}
+
+
+def priors(names) -> list:
+    """The priors of the experts `names` (the network first), `PRIORS` with the twin's share
+    given to the network when there is no twin; normalised when the linear expert is left
+    out."""
+    shares = dict(PRIORS)
+    if "twin" not in names:
+        shares["network"] += shares["twin"]
+    return [shares[name] for name in names]
 
 
 class AggregatingMixture:
-    """The weight of the hybrid against its twin, from their Brier scores on labeled rows, and
-    the aggregating algorithm's predictions.
+    """The experts' weights, from their Brier scores on the labeled rows, and the aggregating
+    algorithm's predictions.
+
+    Parameters
+    ----------
+    priors
+        Each expert's weight before any labeled row (normalised to sum to 1).
 
     Attributes
     ----------
-    gap
-        `L_hybrid - L_twin + ln((1 - prior) / prior)`: the weight is `1 / (1 + exp(gap))`.
-    loss_hybrid, loss_twin
-        Each expert's cumulative Brier score on the labeled rows scored so far.
+    losses
+        Each expert's cumulative Brier score on the labeled rows scored since the last
+        `restart`.
     loss_mixture
-        The mixture's, each row predicted with the weight of the labeled rows before it.
+        The mixture's, each row predicted with the weights of the labeled rows before it.
     n_scored
-        Labeled rows scored so far.
+        Labeled rows scored so far (over the whole stream).
 
     """
 
-    def __init__(self, prior: float = PRIOR):
-        self.offset = math.log((1.0 - prior) / prior)  # the prior's odds against the hybrid
-        self.gap = self.offset
-        self.loss_hybrid = 0.0
-        self.loss_twin = 0.0
+    def __init__(self, priors):
+        priors = np.asarray(priors, dtype=float)
+        self.log_prior = np.log(priors / priors.sum())
+        self.losses = np.zeros(len(priors))
         self.loss_mixture = 0.0
         self.n_scored = 0
+        self.weights = _weights(self.log_prior)
 
-    @property
-    def weight(self) -> float:
-        """The hybrid's weight `w` (the prior before any labeled row); exactly 1.0 or 0.0 once
-        one expert leads by more than about 37."""
-        return _weight(self.gap)
+    def restart(self) -> None:
+        """Start every expert's score afresh: the weights return to the priors."""
+        self.losses[:] = 0.0
+        self.weights = _weights(self.log_prior)
 
-    def score(self, P_hybrid: np.ndarray, P_twin: np.ndarray, codes: np.ndarray) -> None:
-        """Account labeled rows, in stream order: `P_hybrid`, `P_twin` `[n, K]` are each
-        expert's `p(y | x)` of the rows, predicted before either learnt them, `codes` their
-        classes (int64 column indices)."""
+    def score(self, Ps, codes: np.ndarray) -> None:
+        """Account labeled rows, in stream order: `Ps` holds each expert's `p(y | x)` of the
+        rows `[n, K]`, predicted before any learnt them, `codes` their classes (int64 column
+        indices)."""
         if len(codes) == 0:
             return
-        loss_h, loss_t = brier(P_hybrid, codes), brier(P_twin, codes)
-        # the gap before each row: the rows before it in this call count
-        gaps = self.gap + np.concatenate(([0.0], np.cumsum(loss_h - loss_t)[:-1]))
-        gamma = _substitute(P_hybrid, P_twin, _weights(gaps)[:, None])
+        losses = np.stack([brier(P, codes) for P in Ps], axis=1)
+        # the scores before each row: the rows before it in this call count
+        before = self.losses + np.vstack((np.zeros(len(Ps)), np.cumsum(losses, axis=0)[:-1]))
+        gamma = _substitute(Ps, _weights(self.log_prior - before))
         self.loss_mixture += float(brier(gamma, codes).sum())
-        self.loss_hybrid += float(loss_h.sum())
-        self.loss_twin += float(loss_t.sum())
-        self.gap = self.offset + self.loss_hybrid - self.loss_twin
+        self.losses += losses.sum(axis=0)
         self.n_scored += len(codes)
+        self.weights = _weights(self.log_prior - self.losses)
 
-    def mix(self, P_hybrid: np.ndarray, P_twin: np.ndarray) -> np.ndarray:
-        """The aggregating algorithm's `p(y | x)` of rows predicted by both experts `[n, K]`."""
-        return _substitute(P_hybrid, P_twin, self.weight)
+    def mix(self, Ps) -> np.ndarray:
+        """The aggregating algorithm's `p(y | x)` of rows predicted by every expert `[n, K]`."""
+        return _substitute(Ps, self.weights[None, :])
 
-    def mix_row(self, p_hybrid: list, p_twin: list) -> list:
-        """`mix` of one row's lists of probabilities, in plain Python: River's loop predicts
-        row by row, and numpy's calls would cost more than the arithmetic."""
-        w = self.weight
-        norm_h = sum(p * p for p in p_hybrid) + 1.0
-        norm_t = sum(q * q for q in p_twin) + 1.0
-        g = [-math.log(w * math.exp(2.0 * p - norm_h) + (1.0 - w) * math.exp(2.0 * q - norm_t))
-             for p, q in zip(p_hybrid, p_twin)]
+    def mix_row(self, ps: list) -> list:
+        """`mix` of one row's lists of probabilities, one list per expert, in plain Python:
+        River's loop predicts row by row, and numpy's calls would cost more than the
+        arithmetic."""
+        weights = self.weights.tolist()
+        norms = [sum(p * p for p in row) + 1.0 for row in ps]
+        g = []
+        for probabilities in zip(*ps):
+            total = 0.0
+            for w, p, norm in zip(weights, probabilities, norms):
+                total += w * math.exp(2.0 * p - norm)
+            g.append(-math.log(total))
         total, s = 0.0, 0.0
         for j, g_j in enumerate(sorted(g), 1):  # the classes with gamma > 0: a prefix
             total += g_j
@@ -120,11 +147,12 @@ def _brier_per_class(P: np.ndarray) -> np.ndarray:
     return (P * P).sum(axis=1, keepdims=True) - 2.0 * P + 1.0
 
 
-def _substitute(P_hybrid: np.ndarray, P_twin: np.ndarray, w) -> np.ndarray:
-    """The aggregating algorithm's prediction for the Brier game: `gamma_y = max(0, (s - g(y))
-    / 2)` with `s` such that each row sums to 1 (the classes whose `g` is smallest share it)."""
-    g = -np.log(w * np.exp(-_brier_per_class(P_hybrid))
-                + (1.0 - w) * np.exp(-_brier_per_class(P_twin)))
+def _substitute(Ps, W: np.ndarray) -> np.ndarray:
+    """The aggregating algorithm's prediction for the Brier game from the experts' `Ps` and
+    their weights `W [n or 1, experts]`: `gamma_y = max(0, (s - g(y)) / 2)` with `s` such that
+    each row sums to 1 (the classes whose `g` is smallest share it)."""
+    mixed = sum(W[:, e : e + 1] * np.exp(-_brier_per_class(P)) for e, P in enumerate(Ps))
+    g = -np.log(mixed)
     n, k = g.shape
     ordered = np.sort(g, axis=1)
     # `s` if the `j` smallest `g` are the classes with gamma > 0; the largest such `j` holds
@@ -134,41 +162,88 @@ def _substitute(P_hybrid: np.ndarray, P_twin: np.ndarray, w) -> np.ndarray:
     return np.maximum(0.0, (s[:, None] - g) / 2.0)
 
 
-def _weight(gap: float) -> float:
-    # 1 / (1 + e^gap) without overflow either way
-    if gap > 0.0:
-        e = math.exp(-gap)
-        return e / (1.0 + e)
-    return 1.0 / (1.0 + math.exp(gap))
+def _weights(log_weights: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, without overflow either way."""
+    e = np.exp(log_weights - log_weights.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
-def _weights(gaps: np.ndarray) -> np.ndarray:
-    e = np.exp(-np.abs(gaps))
-    return np.where(gaps > 0.0, e / (1.0 + e), 1.0 / (1.0 + e))
+# ------------------------------------------------------------------------------- the experts
 
 
-# ---------------------------------------------------------------------------------- the twin
-
-
-def attach_twin(model) -> None:
-    """Give `model`, whose features are fixed, its discriminative twin and their mixture when
-    it learns unlabeled rows under `safe_unlabeled`. The twin is the same class, settings and
-    seed (so the same initial weights), with `learn_unlabeled=False` and no twin of its own."""
+def attach_experts(model) -> None:
+    """Give `model`, whose features are fixed, the experts beside its network and their
+    mixture: the discriminative twin when it learns unlabeled rows under `safe_unlabeled`, the
+    linear expert under `linear_expert`. The twin is the same class, settings and seed (so the
+    same initial weights), with `learn_unlabeled=False` and no experts of its own."""
+    names = ["network"]
     if model.safe_unlabeled and getattr(model, "learn_unlabeled", False):
-        model._twin = model.clone({"learn_unlabeled": False, "safe_unlabeled": False})
+        alone = {"learn_unlabeled": False, "safe_unlabeled": False}
+        model._twin = model.clone({**alone, "linear_expert": False} if model.linear_expert
+                                  else alone)
         model._twin._fix_features(model._features)
-        model._mixture = AggregatingMixture()
+        names.append("twin")
+    if model.linear_expert:
+        model._linear = LinearExpert(len(model._features), model.seed)
+        names.append("linear")
+    if len(names) > 1:
+        model._experts = tuple(names)
+        model._mixture = AggregatingMixture(priors(names))
+
+
+def add_class(model) -> None:
+    """Give `model`'s experts the column of the class it has just added."""
+    if model._twin is not None:
+        model._twin._class_of(model._classes[-1])  # the same column in every expert
+    if model._linear is not None:
+        model._linear.add_class()
+
+
+def expert_proba(model, X: np.ndarray) -> list:
+    """Each expert's `p(y | x)` of the validated rows `X`, network first."""
+    Ps = [model._proba(X)]
+    if model._twin is not None:
+        Ps.append(model._twin._proba(X))
+    if model._linear is not None:
+        Ps.append(model._linear.proba(X))
+    return Ps
+
+
+def expert_proba_row(model, row: np.ndarray) -> list:
+    """`expert_proba` of one validated row `[1, d]`, as lists."""
+    ps = [model._proba_row(row)]
+    if model._twin is not None:
+        ps.append(model._twin._proba_row(row))
+    if model._linear is not None:
+        ps.append(model._linear.proba(row)[0].tolist())
+    return ps
 
 
 def score(model, X: np.ndarray, codes: np.ndarray) -> None:
-    """Score the labeled rows among `X`, `codes` (class indices, -1 unlabeled) by both of
-    `model`'s experts before either learns them: the model changes only when its buffer is
+    """Score the labeled rows among `X`, `codes` (class indices, -1 unlabeled) by each of
+    `model`'s experts before any learns them: the model changes only when its buffer is
     full, so this is the state that predicted them."""
     labeled = codes >= 0
     if not labeled.any():
         return
     X, codes = X[labeled], codes[labeled]
-    model._mixture.score(model._proba(X), model._twin._proba(X), codes)
+    model._mixture.score(expert_proba(model, X), codes)
+
+
+def unlabeled_trust(model) -> float:
+    """`model.unlabeled_trust`: `w_network / (w_network + w_twin)`, 1.0 without a twin or
+    before any labeled row."""
+    if model._twin is None or model._mixture.n_scored == 0:
+        return 1.0
+    network, twin = model._mixture.weights[:2]
+    return float(network / (network + twin)) if network + twin > 0.0 else 1.0
+
+
+def expert_weights(model) -> dict:
+    """`model.expert_weights`: each expert's weight by name, `{"network": 1.0}` alone."""
+    if model._mixture is None:
+        return {"network": 1.0}
+    return dict(zip(model._experts, model._mixture.weights.tolist()))
 
 
 # ------------------------------------------------------------- the predictions of the API
@@ -176,29 +251,28 @@ def score(model, X: np.ndarray, codes: np.ndarray) -> None:
 
 def predictive_proba(model, X: np.ndarray) -> np.ndarray:
     """`p(y | x)` of `model`'s public predictions: its network's, or the aggregating
-    algorithm's over the network and the twin."""
-    P = model._proba(X)
+    algorithm's over its experts."""
     mixture = model._mixture
-    if mixture is None or mixture.weight == 1.0:  # the twin's weight rounds to nothing
-        return P
-    return mixture.mix(P, model._twin._proba(X))
+    if mixture is None or mixture.weights[0] == 1.0:  # the others' weights round to nothing
+        return model._proba(X)
+    return mixture.mix(expert_proba(model, X))
 
 
 def predictive_proba_row(model, row: np.ndarray) -> list:
     """`predictive_proba` of one validated row `[1, d]`, as a list."""
     mixture = model._mixture
-    if mixture is None or mixture.weight == 1.0:
+    if mixture is None or mixture.weights[0] == 1.0:
         return model._proba_row(row)
-    hybrid, twin = model._proba_row(row), model._twin._proba_row(row)
+    ps = expert_proba_row(model, row)
     if row.base is model._X_buf:  # the staged dict: `learn_one` of it scores with these
-        model._staged_experts = (model._staged, hybrid, twin)
-    return mixture.mix_row(hybrid, twin)
+        model._staged_experts = (model._staged, ps)
+    return mixture.mix_row(ps)
 
 
 def predictive_row(model, row: np.ndarray) -> int:
     """The class index `predict_one` answers for one validated row `[1, d]`."""
     mixture = model._mixture
-    if mixture is None or mixture.weight == 1.0:
+    if mixture is None or mixture.weights[0] == 1.0:
         return model._predict_row(row)
     p = predictive_proba_row(model, row)
     return p.index(max(p))

@@ -211,7 +211,7 @@ def test_no_kl_step_without_mean_field_and_no_discriminative_gradient():
 def test_predictions_scale_out_dropout_through_the_recognition_network():
     X, y, labeled = _led(300)
     model = DHBM(hidden_sizes=(6, 4), dropout=0.4, activation="sigmoid", seed=2,
-                 safe_unlabeled=False)  # the network alone predicts
+                 safe_unlabeled=False, linear_expert=False)  # the network alone
     model.learn_arrays(X, y, labeled)
     C = len(model.classes_)
     expected = ref.proba(X[:7], model._theta, model._sizes, C, model._off,

@@ -11,7 +11,11 @@ import pytest
 from river import utils
 
 from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP
-from river_dhbm.safety import PRIOR, AggregatingMixture, _substitute, brier
+from river_dhbm import safety
+from river_dhbm.safety import PRIORS, AggregatingMixture, _substitute, brier
+
+#: The network's prior against its twin alone (the ablation has no twin, the default both).
+PRIOR = PRIORS["network"] / (PRIORS["network"] + PRIORS["twin"])
 
 MODELS = [
     (DHBM, {"hidden_sizes": (8,)}),
@@ -57,20 +61,20 @@ def test_mixture_is_within_its_bound_of_each_expert(prior):
     P_h, P_t = _random_proba(rng, 500, 4, 8.0), _random_proba(rng, 500, 4, 1.0)
     P_h[:50, :] = 0.0
     P_h[np.arange(50), (codes[:50] + 1) % 4] = 1.0  # certain and wrong: the worst score, 2
-    mixture = AggregatingMixture(prior)
+    mixture = AggregatingMixture([prior, 1.0 - prior])
     for chunk in np.array_split(np.arange(500), 37):  # in chunks: the order alone matters
-        mixture.score(P_h[chunk], P_t[chunk], codes[chunk])
+        mixture.score([P_h[chunk], P_t[chunk]], codes[chunk])
     E = np.eye(4)[codes]
     L_h, L_t = ((P_h - E) ** 2).sum(), ((P_t - E) ** 2).sum()
-    assert mixture.loss_hybrid == pytest.approx(L_h) and mixture.loss_twin == pytest.approx(L_t)
+    np.testing.assert_allclose(mixture.losses, [L_h, L_t])
     bayes = -np.logaddexp(math.log(prior) - L_h, math.log(1.0 - prior) - L_t)
     assert mixture.loss_mixture <= bayes + 1e-9  # the aggregating algorithm's own bound
     assert mixture.loss_mixture <= L_h + math.log(1.0 / prior) + 1e-9
     assert mixture.loss_mixture <= L_t + math.log(1.0 / (1.0 - prior)) + 1e-9
     assert mixture.n_scored == 500
     odds = math.log((1.0 - prior) / prior)
-    assert mixture.weight == pytest.approx(0.5 - 0.5 * math.tanh((L_h - L_t + odds) / 2),
-                                           abs=1e-12)
+    assert mixture.weights[0] == pytest.approx(0.5 - 0.5 * math.tanh((L_h - L_t + odds) / 2),
+                                               abs=1e-12)
 
 
 @pytest.mark.parametrize("k", [2, 3, 10])
@@ -83,7 +87,7 @@ def test_the_prediction_is_mixable_at_rate_one(k):
     per_class = [np.stack([brier(R, np.full(len(R), y)) for y in range(k)], axis=1)
                  for R in (P, Q)]
     g = -np.log(w * np.exp(-per_class[0]) + (1 - w) * np.exp(-per_class[1]))
-    gamma = _substitute(P, Q, w)
+    gamma = _substitute([P, Q], np.hstack([w, 1 - w]))
     assert np.allclose(gamma.sum(axis=1), 1.0) and gamma.min() >= 0.0
     for y in range(k):
         assert (brier(gamma, np.full(20000, y)) <= g[:, y] + 1e-12).all()
@@ -94,19 +98,19 @@ def test_the_prediction_is_mixable_at_rate_one(k):
 def test_a_whole_weight_predicts_with_that_expert():
     rng = np.random.default_rng(3)
     P, Q = _random_proba(rng, 50, 5, 3.0), _random_proba(rng, 50, 5, 3.0)
-    assert np.allclose(_substitute(P, Q, 1.0), P, atol=1e-12)
-    assert np.allclose(_substitute(P, Q, 0.0), Q, atol=1e-12)
+    assert np.allclose(_substitute([P, Q], np.array([[1.0, 0.0]])), P, atol=1e-12)
+    assert np.allclose(_substitute([P, Q], np.array([[0.0, 1.0]])), Q, atol=1e-12)
 
 
 def test_mixture_weight_saturates_without_overflow():
-    mixture = AggregatingMixture()
-    assert mixture.weight == pytest.approx(PRIOR)
+    mixture = AggregatingMixture([PRIOR, 1.0 - PRIOR])
+    assert mixture.weights[0] == pytest.approx(PRIOR)
     codes = np.zeros(3000, dtype=np.int64)
     right, wrong = np.eye(2)[codes], np.eye(2)[1 - codes]
-    mixture.score(wrong[:1000], right[:1000], codes[:1000])  # the hybrid 2,000 behind
-    assert mixture.weight == 0.0
-    mixture.score(right, wrong, codes)
-    assert mixture.weight == 1.0
+    mixture.score([wrong[:1000], right[:1000]], codes[:1000])  # the hybrid 2,000 behind
+    assert mixture.weights[0] == 0.0
+    mixture.score([right, wrong], codes)
+    assert mixture.weights[0] == 1.0
     assert np.isfinite(mixture.loss_mixture)
 
 
@@ -122,9 +126,9 @@ def test_twin_is_the_labeled_only_ablation(params):
     model.learn_arrays(X, y, labeled)
     ablation.learn_arrays(X, y, labeled)
     assert ablation._twin is None and ablation.unlabeled_trust == 1.0
-    np.testing.assert_allclose(
-        model._twin.predict_proba_arrays(X[:300]), ablation.predict_proba_arrays(X[:300]),
-        atol=1e-12)
+    np.testing.assert_allclose(model._twin._proba(X[:300]), ablation._proba(X[:300]), atol=1e-12)
+    assert model._twin._linear is None and model._twin._mixture is None  # no experts of its own
+    np.testing.assert_allclose(model._linear.W, ablation._linear.W, atol=1e-12)  # the same
     assert model._mixture.n_scored == labeled.sum()
 
 
@@ -134,29 +138,33 @@ def test_paper_settings_and_the_ablation_have_no_twin(cls):
     for model in (cls.paper(), cls(learn_unlabeled=False), cls(safe_unlabeled=False)):
         model.learn_arrays(X, y, labeled)
         assert model._twin is None and model.unlabeled_trust == 1.0
+    assert cls.paper()._linear is None and cls.paper().expert_weights == {"network": 1.0}
     assert cls.paper().safe_unlabeled is False and cls().safe_unlabeled is True
+    assert cls.paper().linear_expert is False and cls().linear_expert is True
 
 
-def test_safe_unlabeled_is_checked():
+def test_safe_unlabeled_and_linear_expert_are_checked():
     with pytest.raises(ValueError, match="safe_unlabeled"):
         DHBM(safe_unlabeled="yes")
+    with pytest.raises(ValueError, match="linear_expert"):
+        DHBM(linear_expert=1)
 
 
 # ---------------------------------------------------------------------------------- predictions
 
 
 def _mixed_model(seed=3):
-    """A DHBM whose mixture weighs both experts (neither weight rounds to 0 or 1)."""
+    """A DHBM whose mixture weighs its experts (no weight rounds to 0 or 1)."""
     X, y, labeled = _linear_stream(600, seed=seed)
     model = DHBM(hidden_sizes=(8,), seed=seed)
     model.learn_arrays(X, y, labeled)
-    assert 0.0 < model.unlabeled_trust < 1.0
+    assert 0.0 < model.unlabeled_trust < 1.0 and 0.0 < model.expert_weights["linear"] < 1.0
     return model, X
 
 
 def test_every_path_predicts_the_mixture():
     model, X = _mixed_model()
-    expected = model._mixture.mix(model._proba(X[:40]), model._twin._proba(X[:40]))
+    expected = model._mixture.mix(safety.expert_proba(model, X[:40]))
     np.testing.assert_allclose(model.predict_proba_arrays(X[:40]), expected, atol=1e-12)
     frame = __import__("pandas").DataFrame(X[:40], columns=range(X.shape[1]))
     np.testing.assert_allclose(model.predict_proba_many(frame).to_numpy(), expected, atol=1e-12)
@@ -213,7 +221,8 @@ def _clusters(n, seed, d, k, sd, across):
 def _three_ways(X, y, labeled, seed, **settings):
     """Prequential accuracy of the hybrid alone, the labeled-only ablation and the default
     (the mixture), and the default model."""
-    alone = _prequential(DHBM(seed=seed, safe_unlabeled=False, **settings), X, y, labeled)
+    alone = _prequential(DHBM(seed=seed, safe_unlabeled=False, **{"linear_expert": False,
+                                                                   **settings}), X, y, labeled)
     ablation = _prequential(DHBM(seed=seed, learn_unlabeled=False, **settings), X, y, labeled)
     model = DHBM(seed=seed, **settings)
     return alone, ablation, _prequential(model, X, y, labeled), model
@@ -232,14 +241,16 @@ def test_unlabeled_rows_that_mislead_cost_nothing(seed):
     assert model.unlabeled_trust < 1e-6
     mixture = model._mixture
     assert mixture.n_scored == labeled.sum()
-    assert mixture.loss_mixture <= mixture.loss_twin + math.log(1.0 / (1.0 - PRIOR)) + 1e-9
+    twin = math.log(sum(PRIORS.values()) / PRIORS["twin"])
+    assert mixture.loss_mixture <= mixture.losses[1] + twin + 1e-9
 
 
 def test_unlabeled_rows_that_help_are_trusted():
     # noisy clusters, one per class, in 50 dimensions, 0.5 % labels: the unlabeled rows pay
     X, y = _clusters(6000, 2, d=50, k=5, sd=0.3, across=False)
     labeled = np.random.default_rng(52).random(len(y)) < 0.005
-    alone, ablation, default, model = _three_ways(X, y, labeled, 2)
+    # the network and its twin alone: the linear expert is as good as the network here
+    alone, ablation, default, model = _three_ways(X, y, labeled, 2, linear_expert=False)
     assert alone > ablation + 0.05
     assert model.unlabeled_trust > PRIOR  # 30 labeled rows moved it towards the network
     assert default > alone - 0.01  # the prediction follows the network
@@ -268,8 +279,7 @@ def test_river_loop_scores_each_labeled_row_once_as_predicted():
     arrays.learn_arrays(X, y, labeled)
     for a, b in ((loop._mixture, arrays._mixture),):
         assert a.n_scored == b.n_scored == labeled.sum()
-        assert a.loss_hybrid == pytest.approx(b.loss_hybrid, rel=1e-12)
-        assert a.loss_twin == pytest.approx(b.loss_twin, rel=1e-12)
+        np.testing.assert_allclose(a.losses, b.losses, rtol=1e-12)
         assert a.loss_mixture == pytest.approx(b.loss_mixture, rel=1e-12)
 
 
@@ -277,7 +287,10 @@ def test_one_row_mixes_as_the_array_path():
     rng = np.random.default_rng(4)
     for k in (2, 3, 10):
         P, Q = _random_proba(rng, 200, k, 4.0), _random_proba(rng, 200, k, 4.0)
-        for prior in (0.02, 0.5, PRIOR, 0.999):
-            mixture = AggregatingMixture(prior)
-            rows = [mixture.mix_row(p.tolist(), q.tolist()) for p, q in zip(P, Q)]
-            np.testing.assert_allclose(rows, mixture.mix(P, Q), atol=1e-12)
+        R = _random_proba(rng, 200, k, 2.0)
+        for priors in ((0.02, 0.98), (0.5, 0.5), (PRIOR, 1.0 - PRIOR), (0.999, 0.001),
+                       tuple(PRIORS.values())):
+            experts = (P, Q, R)[: len(priors)]
+            mixture = AggregatingMixture(priors)
+            rows = [mixture.mix_row([e.tolist() for e in ps]) for ps in zip(*experts)]
+            np.testing.assert_allclose(rows, mixture.mix(experts), atol=1e-12)

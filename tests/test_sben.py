@@ -83,7 +83,8 @@ def test_update_and_proba_match_the_reference(params):
     X, y, labeled = _led(220)
     X, y, labeled = X[160:], y[160:], labeled[160:]
     # one step: the reference; the network alone predicts (no labeled-only twin)
-    model = SBEN(batch_size=20, seed=3, replay=0, steps=1, safe_unlabeled=False, **params)
+    model = SBEN(batch_size=20, seed=3, replay=0, steps=1, safe_unlabeled=False,
+                 linear_expert=False, **params)
     model.learn_arrays(X[:40], y[:40])  # fully labeled: every class is known before the step
     assert set(y[40:]) <= set(model.classes_)
     before = copy.deepcopy(model)

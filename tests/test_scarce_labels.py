@@ -183,7 +183,7 @@ def test_dhbm_kernel_proxy_labels_are_labeled_rows():
     model = DHBM(hidden_sizes=(6,), batch_size=20, replay=0, seed=1)
     model.learn_arrays(X[:200], y[:200], labeled[:200])
     batch, codes = X[200:220], np.where(labeled[200:220], y[200:220], -1)
-    P = model.predict_proba_arrays(batch)
+    P = model._proba(batch)  # the network's own, which its proxy labels come from
     threshold = float(np.median(P.max(axis=1)[codes < 0]))  # some rows pass, some do not
     expected_codes = codes.copy()
     assert 0 < confident_labels(expected_codes, P, 20, threshold) < (codes < 0).sum()
@@ -210,10 +210,10 @@ def test_dhbm_one_call_run_replays_and_proxy_labels_as_the_batch_path(ratio):
     X, y, labeled = _stream(4000, ratio=ratio, seed=3)
     labeled[:5] = True  # every class known from the first batch on: whole runs are fused
     y[:3] = [0, 1, 2]
-    # the network alone: with a twin the run goes mini-batch by mini-batch, not fused
-    fused = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, safe_unlabeled=False, seed=1)
-    reference = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, safe_unlabeled=False,
-                     seed=1)
+    # the network alone: with other experts the run goes mini-batch by mini-batch, not fused
+    alone = dict(safe_unlabeled=False, linear_expert=False)
+    fused = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, seed=1, **alone)
+    reference = DHBM(hidden_sizes=(6,), batch_size=5, confidence=0.6, seed=1, **alone)
     predicted = fused.test_then_train_arrays(X, y, labeled)
     expected = _batch_by_batch(reference, X, y, labeled, 5)
     assert fused.n_labeled_seen > scarce_labels.PSEUDO_LABEL_WARM_UP

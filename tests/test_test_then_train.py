@@ -21,10 +21,10 @@ MODELS = {
     "dhbm-mf-steps": lambda: DHBM(hidden_sizes=(6, 5), mf_steps=1, batch_size=4, seed=1),
     "dhbm-sap-no-dropout": lambda: DHBM(hidden_sizes=(6,), estimator="sap", n_particles=3,
                                         batch_size=4, seed=1),
-    # the network alone predicts: the DHBM's one-call run (with a twin, the mixture predicts
-    # batch by batch)
+    # the network alone predicts: the DHBM's one-call run (with other experts, the mixture
+    # predicts batch by batch)
     "dhbm-mf-alone": lambda: DHBM(hidden_sizes=(6, 5), batch_size=4, seed=1,
-                                  safe_unlabeled=False),
+                                  safe_unlabeled=False, linear_expert=False),
     # beta changes from update to update: the one-call run must follow it
     "dhbm-beta-schedule": lambda: DHBM(hidden_sizes=(6, 5), beta_schedule=(2, 9),
                                        pseudo_label="hard", batch_size=4, seed=1),

@@ -3,7 +3,8 @@
 `network` holds what every model shares (the flat parameter layout's conventions, activations,
 the recognition pass, the joint predictor), `parameters` the layout's Python side (the offsets
 table, the first weights, regrowth for a new class), `gradients` the gradients and the
-optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels; `dhbm`
+optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels, `linear` the linear
+expert's; `dhbm`
 (with `dhbm_phases`), `sben`, `dhda`, `hsda` and `mlp` each hold one model's update and
 prediction kernels.
 `first_use` says, once, when a model's kernels must be compiled; `build` chooses between
@@ -20,6 +21,7 @@ with caching_here():  # every kernel is defined here, so every one caches where 
         dhda,
         gradients,
         hsda,
+        linear,
         mlp,
         network,
         parameters,

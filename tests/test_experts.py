@@ -1,0 +1,214 @@
+"""The experts beside the network: the linear expert and the mixture of three
+(`river_dhbm.linear_expert`, `river_dhbm.safety`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from river import linear_model, multiclass, preprocessing
+
+from river_dhbm import DHBM, DHDA, change, safety, scarce_labels
+from river_dhbm.safety import PRIORS, AggregatingMixture, brier
+
+
+def _proba(rng, n, k, sharpness):
+    P = rng.random((n, k)) ** sharpness
+    return P / P.sum(axis=1, keepdims=True)
+
+
+def _phases(n_phase=300, k=3, seed=0):
+    """Three experts' predictions over three phases: in phase `e`, expert `e` is sure and
+    right, the others guess."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, k, 3 * n_phase)
+    Ps = [_proba(rng, 3 * n_phase, k, 1.0) for _ in range(3)]
+    for e in range(3):
+        rows = np.arange(e * n_phase, (e + 1) * n_phase)
+        Ps[e][rows] = np.eye(k)[codes[rows]]
+    return Ps, codes
+
+
+def test_mixture_of_three_is_within_its_bound_of_each_expert():
+    Ps, codes = _phases()
+    priors = list(PRIORS.values())
+    mixture = AggregatingMixture(priors)
+    for chunk in np.array_split(np.arange(len(codes)), 41):
+        mixture.score([P[chunk] for P in Ps], codes[chunk])
+    losses = np.array([brier(P, codes).sum() for P in Ps])
+    np.testing.assert_allclose(mixture.losses, losses)
+    bound = losses + np.log(1.0 / (np.array(priors) / sum(priors)))
+    assert (mixture.loss_mixture <= bound + 1e-9).all()
+    # the control: where the linear expert is always right, the prior's fixed weights, never
+    # moved by the scores, break its bound of ln 5, the mixture keeps it
+    Ps[2] = np.eye(3)[codes]
+    fixed = safety._substitute(Ps, AggregatingMixture(priors).weights[None, :])
+    assert brier(fixed, codes).sum() > math.log(5.0) + 10.0
+    mixture = AggregatingMixture(priors)
+    mixture.score(Ps, codes)
+    assert mixture.losses[2] == 0.0 and mixture.loss_mixture <= math.log(5.0) + 1e-9
+
+
+def test_weights_follow_the_best_expert_and_restart_at_a_change():
+    Ps, codes = _phases(n_phase=200)
+    mixture = AggregatingMixture(list(PRIORS.values()))
+    for e in range(3):
+        rows = slice(e * 200, (e + 1) * 200)
+        mixture.restart()  # what a drift alarm does: each phase's best expert takes over
+        mixture.score([P[rows] for P in Ps], codes[rows])
+        assert np.argmax(mixture.weights) == e and mixture.weights[e] > 0.99
+    # without the restarts, the first two phases' leaders keep the third's from taking over
+    # for a long time: the last phase's first rows go to the wrong experts
+    kept = AggregatingMixture(list(PRIORS.values()))
+    kept.score([P[:550] for P in Ps], codes[:550])
+    assert kept.weights[2] < 1e-6
+
+
+def test_a_model_restarts_its_experts_scores_at_an_alarm():
+    X, y = _hyperplane(1000, seed=3)
+    model = DHBM(hidden_sizes=(8,), seed=1)
+    model.learn_arrays(X, y)
+    priors = np.array(list(PRIORS.values()))
+    assert not np.allclose(list(model.expert_weights.values()), priors / priors.sum())
+    change.restart(model)
+    np.testing.assert_allclose(list(model.expert_weights.values()), priors / priors.sum())
+    assert model._mixture.n_scored == 1000  # the stream's count stays
+
+
+# ---------------------------------------------------------------------------------- streams
+
+
+def _hyperplane(n, d=10, seed=0, noise=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    w = rng.normal(size=d)
+    y = (X @ w > np.median(X @ w)).astype(np.int64)
+    flip = rng.random(n) < noise
+    return X, np.where(flip, 1 - y, y)
+
+
+def _checkerboard(n, seed=0):
+    """Two features, a 2 x 2 checkerboard (XOR): no linear model beats chance by much."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    y = ((np.floor(X[:, 0] * 2) + np.floor(X[:, 1] * 2)) % 2).astype(np.int64)
+    return X, y
+
+
+def _prequential(model, X, y, labeled):
+    predicted = model.test_then_train_arrays(X, y, labeled)
+    classes = np.array(model.classes_)
+    return float(np.mean(np.where(predicted >= 0, classes[np.maximum(predicted, 0)], -1) == y))
+
+
+def _logistic_regression(X, y, labeled):
+    """River's OvR logistic regression behind a `StandardScaler`, learning the labeled rows."""
+    model = preprocessing.StandardScaler() | multiclass.OneVsRestClassifier(
+        linear_model.LogisticRegression())
+    correct = 0
+    for row, label, keep in zip(X.tolist(), y.tolist(), labeled.tolist()):
+        x = dict(enumerate(row))
+        correct += model.predict_one(x) == label
+        if keep:
+            model.learn_one(x, label)
+    return correct / len(y)
+
+
+@pytest.mark.parametrize("cls", [DHBM, DHDA])
+def test_never_behind_logistic_regression_on_a_linear_concept(cls):
+    # a hyperplane in 10 dimensions, 1 % labels: a hidden layer needs more labels than that
+    X, y = _hyperplane(6000, seed=1)
+    labeled = np.random.default_rng(11).random(len(y)) < 0.01
+    peer = _logistic_regression(X, y, labeled)
+    model = cls(seed=1)
+    default = _prequential(model, X, y, labeled)
+    without = _prequential(cls(seed=1, linear_expert=False), X, y, labeled)
+    assert without < default - 0.015  # the control: the network and its twin alone
+    assert default >= peer - 0.005
+    assert max(model.expert_weights, key=model.expert_weights.get) == "linear"
+
+
+def test_a_useless_linear_expert_costs_nothing():
+    # XOR: the linear expert is near chance, the network learns it
+    X, y = _checkerboard(6000, seed=2)
+    labeled = np.random.default_rng(12).random(len(y)) < 0.1
+    model = DHBM(seed=2)
+    default = _prequential(model, X, y, labeled)
+    without = _prequential(DHBM(seed=2, linear_expert=False), X, y, labeled)
+    assert without > 0.9
+    assert default >= without - 0.005
+    assert model.expert_weights["linear"] < 1e-3
+
+
+# ---------------------------------------------------------------------------------- the kernel
+
+
+def _log_loss(W, b, Z, codes):
+    S = Z @ W.T + b
+    S = S - S.max(axis=1, keepdims=True)
+    return float(np.mean(np.log(np.exp(S).sum(axis=1)) - S[np.arange(len(codes)), codes]))
+
+
+def _gradient(W, b, Z, codes):
+    S = Z @ W.T + b
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    P[np.arange(len(codes)), codes] -= 1.0
+    return P.T @ Z / len(codes), P.mean(axis=0)
+
+
+def test_the_log_loss_gradient_passes_finite_differences():
+    rng = np.random.default_rng(5)
+    W, b, Z = rng.normal(size=(4, 6)), rng.normal(size=4), rng.normal(size=(30, 6))
+    codes = rng.integers(0, 4, 30)
+    gW, gb = _gradient(W, b, Z, codes)
+    h = 1e-6
+    for k, j in ((0, 0), (2, 5), (3, 1)):
+        E = np.zeros_like(W)
+        E[k, j] = h
+        fd = (_log_loss(W + E, b, Z, codes) - _log_loss(W - E, b, Z, codes)) / (2 * h)
+        assert fd == pytest.approx(gW[k, j], abs=1e-8)
+    e = np.eye(4)[1] * h
+    assert (_log_loss(W, b + e, Z, codes) - _log_loss(W, b - e, Z, codes)) / (2 * h) == \
+        pytest.approx(gb[1], abs=1e-8)
+
+
+def test_the_kernel_takes_the_numpy_reference_steps():
+    # one update of a model's linear expert, replayed in numpy: the running moments, then
+    # each step on the batch's labeled rows and that step's replayed rows
+    from river_dhbm import linear_expert
+
+    X, y = _hyperplane(200, d=6, seed=6)
+    labeled = np.random.default_rng(6).random(200) < 0.5
+    model = DHBM(hidden_sizes=(4,), seed=3)
+    model.learn_arrays(X[:180], y[:180], labeled[:180])
+    expert = model._linear
+    W, b = expert.W.copy(), expert.b.copy()
+    rng = np.random.default_rng()
+    rng.bit_generator.state = expert._rng.bit_generator.state  # the expert's next draws
+    batch = X[180:]
+    codes = np.array([model._class_index[v] if keep else -1
+                      for v, keep in zip(y[180:].tolist(), labeled[180:])])
+    model.learn_arrays(batch, y[180:], labeled[180:])  # the network pushes, the expert learns
+    steps = scarce_labels.steps_at(model, model.n_labeled_seen)
+    assert steps > 1
+    seen = X[:180]
+    all_rows = np.vstack([seen, batch])
+    mean, sd = all_rows.mean(axis=0), all_rows.std(axis=0)
+    np.testing.assert_allclose(expert.mean, mean, atol=1e-12)
+    R = model.replay
+    u = rng.random(steps * R)
+    memory = model._memory  # after the push: what the expert replayed from
+    mem_X, mem_y, count = memory.X, memory.y, memory.count
+    first = 0 if count == len(mem_y) else (memory.state[1] - count) % len(mem_y)
+    for s in range(steps):
+        picks = [(first + min(int(v * count), count - 1)) % len(mem_y)
+                 for v in u[s * R : (s + 1) * R]]
+        rows = np.vstack([batch[codes >= 0], mem_X[picks]])
+        targets = np.concatenate([codes[codes >= 0], mem_y[picks]])
+        gW, gb = _gradient(W, b, (rows - mean) / sd, targets)
+        W -= linear_expert.RATE * gW
+        b -= linear_expert.RATE * gb
+    np.testing.assert_allclose(expert.W, W, atol=1e-10)
+    np.testing.assert_allclose(expert.b, b, atol=1e-10)
