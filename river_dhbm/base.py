@@ -89,7 +89,7 @@ class HybridClassifier(base.MiniBatchClassifier):
     _PAPER_SETTINGS: dict = {}
     # Left out of pickles (`__getstate__`), so a loaded model reads these class defaults: the
     # values of the last predicted dict, packed in the buffer's next free slot, and
-    # (`_staged`, the hybrid's and the twin's `p(y | x)` of it).
+    # (`_staged`, each expert's `p(y | x)` of it).
     _staged = None
     _staged_experts = None
     #: A subclass without the settings (a test double, say) has no labeled-only twin and no
