@@ -3,10 +3,9 @@
 `network` holds what every model shares (the flat parameter layout's conventions, activations,
 the recognition pass, the joint predictor), `parameters` the layout's Python side (the offsets
 table, the first weights, regrowth for a new class), `gradients` the gradients and the
-optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels, `linear` the linear
-expert's; `dhbm`
-(with `dhbm_phases`), `sben`, `dhda`, `hsda` and `mlp` each hold one model's update and
-prediction kernels.
+optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels, `linear`
+the linear expert's; `dhbm` (with `dhbm_phases`), `sben`, `dhda`, `hsda` and `mlp` each hold
+one model's update and prediction kernels.
 `first_use` says, once, when a model's kernels must be compiled; `build` chooses between
 native and plain code and where the compiled kernels are cached.
 """
