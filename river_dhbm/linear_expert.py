@@ -63,6 +63,10 @@ class LinearExpert:
         linear_proba(self.W, self.b, self.mean, self.m2, self.count, X, out)
         return out
 
+    def proba_into(self, X: np.ndarray, out: np.ndarray) -> None:
+        """`proba(X)` written into `out [n, K]`."""
+        linear_proba(self.W, self.b, self.mean, self.m2, self.count, X, out)
+
     def learn(self, model, X: np.ndarray, codes: np.ndarray) -> None:
         """One update on the mini-batch `X`, `codes` (-1 unlabeled) that `model` has just
         learnt: as many gradient steps as `model`'s own update took (`steps_at`), each with

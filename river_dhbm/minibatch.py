@@ -75,8 +75,8 @@ def push_one(model, row, y) -> None:
         model._n_buf_labeled += 1
         if model._mixture is None:
             pass
-        elif experts is not None and k < len(experts[1][0]):  # as predicted: no second pass
-            model._mixture.score([np.array([p]) for p in experts[1]], np.array([k]))
+        elif experts is not None and k < experts[1].shape[1]:  # as predicted: no second pass
+            model._mixture.score_row(experts[1], k)
         else:
             safety.score(model, model._X_buf[start : start + 1], model._y_buf[start : start + 1])
     model._n_buf = start + 1

@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from river_dhbm._kernels import mixture as mixture_kernels
 from river_dhbm.linear_expert import LinearExpert
 
 #: Each expert's weight before any labeled row. The network that learns the unlabeled rows has
@@ -115,25 +116,22 @@ class AggregatingMixture:
         """The aggregating algorithm's `p(y | x)` of rows predicted by every expert `[n, K]`."""
         return _substitute(Ps, self.weights[None, :])
 
-    def mix_row(self, ps: list) -> list:
-        """`mix` of one row's lists of probabilities, one list per expert, in plain Python:
-        River's loop predicts row by row, and numpy's calls would cost more than the
-        arithmetic."""
-        weights = self.weights.tolist()
-        norms = [sum(p * p for p in row) + 1.0 for row in ps]
-        g = []
-        for probabilities in zip(*ps):
-            total = 0.0
-            for w, p, norm in zip(weights, probabilities, norms):
-                total += w * math.exp(2.0 * p - norm)
-            g.append(-math.log(total))
-        total, s = 0.0, 0.0
-        for j, g_j in enumerate(sorted(g), 1):  # the classes with gamma > 0: a prefix
-            total += g_j
-            if (2.0 + total) / j <= g_j:
-                break
-            s = (2.0 + total) / j
-        return [max(0.0, (s - g_y) / 2.0) for g_y in g]
+    def mix_row(self, P) -> list:
+        """`mix` of one row, `P [E, K]` (or a list per expert), as a list: one kernel call
+        (River's loop predicts row by row, and numpy's calls would cost more than the
+        arithmetic)."""
+        P = np.asarray(P, dtype=float)
+        out = np.empty(P.shape[1])
+        mixture_kernels.mix_row(P, self.weights, out)
+        return out.tolist()
+
+    def score_row(self, P: np.ndarray, code: int) -> None:
+        """`score` of one labeled row of class `code` predicted by the experts as `P [E, K]`,
+        in one kernel call."""
+        gamma = np.empty(P.shape[1])
+        self.loss_mixture += mixture_kernels.score_row(P, code, self.log_prior, self.losses,
+                                                       self.weights, gamma)
+        self.n_scored += 1
 
 
 def brier(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -209,14 +207,15 @@ def expert_proba(model, X: np.ndarray) -> list:
     return Ps
 
 
-def expert_proba_row(model, row: np.ndarray) -> list:
-    """`expert_proba` of one validated row `[1, d]`, as lists."""
-    ps = [model._proba_row(row)]
+def expert_proba_row(model, row: np.ndarray) -> np.ndarray:
+    """`expert_proba` of one validated row `[1, d]`, as one array `[E, K]`."""
+    P = np.empty((len(model._experts), len(model._classes)))
+    P[0] = model._proba_row(row)
     if model._twin is not None:
-        ps.append(model._twin._proba_row(row))
+        P[1] = model._twin._proba_row(row)
     if model._linear is not None:
-        ps.append(model._linear.proba(row)[0].tolist())
-    return ps
+        model._linear.proba_into(row, P[-1:])
+    return P
 
 
 def score(model, X: np.ndarray, codes: np.ndarray) -> None:
@@ -263,10 +262,10 @@ def predictive_proba_row(model, row: np.ndarray) -> list:
     mixture = model._mixture
     if mixture is None or mixture.weights[0] == 1.0:
         return model._proba_row(row)
-    ps = expert_proba_row(model, row)
+    P = expert_proba_row(model, row)
     if row.base is model._X_buf:  # the staged dict: `learn_one` of it scores with these
-        model._staged_experts = (model._staged, ps)
-    return mixture.mix_row(ps)
+        model._staged_experts = (model._staged, P)
+    return mixture.mix_row(P)
 
 
 def predictive_row(model, row: np.ndarray) -> int:

@@ -4,8 +4,9 @@
 the recognition pass, the joint predictor), `parameters` the layout's Python side (the offsets
 table, the first weights, regrowth for a new class), `gradients` the gradients and the
 optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels, `linear`
-the linear expert's; `dhbm` (with `dhbm_phases`), `sben`, `dhda`, `hsda` and `mlp` each hold
-one model's update and prediction kernels.
+the linear expert's, `mixture` the mixture's one-row prediction and scoring; `dhbm` (with
+`dhbm_phases`), `sben`, `dhda`, `hsda` and `mlp` each hold one model's update and prediction
+kernels.
 `first_use` says, once, when a model's kernels must be compiled; `build` chooses between
 native and plain code and where the compiled kernels are cached.
 """
@@ -21,6 +22,7 @@ with caching_here():  # every kernel is defined here, so every one caches where 
         gradients,
         hsda,
         linear,
+        mixture,
         mlp,
         network,
         parameters,

@@ -1,0 +1,73 @@
+"""The aggregating mixture's one-row kernels (`river_dhbm.safety`): the Brier game's
+prediction from the experts' `p(y | x)` of one row, and the scoring of one labeled row. River's
+loop predicts and scores row by row, where numpy's calls and Python's loops cost more than the
+arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from river_dhbm._kernels.build import INNER, JIT
+
+
+@njit(**JIT)
+def mix_row(P, weights, out):
+    """The aggregating algorithm's prediction for the Brier game into `out [K]`, from the
+    experts' `P [E, K]` and their `weights [E]`: `g(y) = -ln(sum_e w_e exp(-brier(P_e, y)))`,
+    `out_y = max(0, (s - g(y)) / 2)` with `s` such that `out` sums to 1."""
+    E, K = P.shape
+    norms = np.empty(E)
+    for e in range(E):
+        total = 1.0
+        for k in range(K):
+            total += P[e, k] * P[e, k]
+        norms[e] = total
+    g = np.empty(K)
+    for k in range(K):
+        mixed = 0.0
+        for e in range(E):
+            mixed += weights[e] * math.exp(2.0 * P[e, k] - norms[e])
+        g[k] = -math.log(mixed)
+    ordered = np.sort(g)
+    total, s = 0.0, 0.0
+    for j in range(K):  # the classes with a share: a prefix of the ordered `g`
+        total += ordered[j]
+        candidate = (2.0 + total) / (j + 1)
+        if candidate <= ordered[j]:
+            break
+        s = candidate
+    for k in range(K):
+        out[k] = max(0.0, (s - g[k]) / 2.0)
+
+
+@njit(**JIT, **INNER)
+def _brier(p, code):
+    total = 1.0 - 2.0 * p[code]
+    for k in range(p.shape[0]):
+        total += p[k] * p[k]
+    return total
+
+
+@njit(**JIT)
+def score_row(P, code, log_prior, losses, weights, gamma):
+    """Score one labeled row of class `code` predicted by the experts as `P [E, K]`: the
+    mixture's prediction with the current `weights` into `gamma [K]`, each expert's Brier score
+    added to `losses [E]`, `weights` the softmax of `log_prior - losses` again. Returns the
+    mixture's Brier score of the row."""
+    mix_row(P, weights, gamma)
+    E = P.shape[0]
+    top = -np.inf
+    for e in range(E):
+        losses[e] += _brier(P[e], code)
+        top = max(top, log_prior[e] - losses[e])
+    total = 0.0
+    for e in range(E):
+        weights[e] = math.exp(log_prior[e] - losses[e] - top)
+        total += weights[e]
+    for e in range(E):
+        weights[e] /= total
+    return _brier(gamma, code)
