@@ -24,7 +24,7 @@ from river_dhbm._kernels.linear import linear_learn, linear_proba
 from river_dhbm.scarce_labels import MEMORY_HORIZON, steps_at, stream_row
 
 #: The gradient step over the mean gradient of a mini-batch's rows, on standardized inputs
-#: (measured on the development suite against 0.03 and 0.3: docs/results.md).
+#: (0.05, 0.2 and 0.3 traded one development stream against another: docs/results.md).
 RATE = 0.1
 
 _NO_MEMORY = (np.zeros((0, 1)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),

@@ -197,7 +197,7 @@ def mixed_flush(model) -> np.ndarray:
     them), the labeled rows then scored by every expert's predictions, and every expert
     updated."""
     codes = model._y_buf.copy()
-    others = safety.expert_proba(model, model._X_buf)[1:]  # the network's comes with its update
+    others = safety.expert_proba(model, model._X_buf, network=False)  # it comes with the update
     Ps = [flush(model, predict=True), *others]
     P = model._mixture.mix(Ps)
     labeled = codes >= 0

@@ -34,8 +34,6 @@ The Brier score stays within [0, 2] per row, like the 0/1 loss it sits above.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from river_dhbm._kernels import mixture as mixture_kernels
@@ -54,9 +52,8 @@ PRIORS = {"network": 8 / 15, "twin": 2 / 15, "linear": 1 / 3}
 
 
 def priors(names) -> list:
-    """The priors of the experts `names` (the network first), `PRIORS` with the twin's share
-    given to the network when there is no twin; normalised when the linear expert is left
-    out."""
+    """The priors of the experts `names` (the network first): `PRIORS`, the twin's share given
+    to the network when there is no twin (`AggregatingMixture` normalises them)."""
     shares = dict(PRIORS)
     if "twin" not in names:
         shares["network"] += shares["twin"]
@@ -197,9 +194,10 @@ def add_class(model) -> None:
         model._linear.add_class()
 
 
-def expert_proba(model, X: np.ndarray) -> list:
-    """Each expert's `p(y | x)` of the validated rows `X`, network first."""
-    Ps = [model._proba(X)]
+def expert_proba(model, X: np.ndarray, network: bool = True) -> list:
+    """Each expert's `p(y | x)` of the validated rows `X`, network first (left out when not
+    `network`)."""
+    Ps = [model._proba(X)] if network else []
     if model._twin is not None:
         Ps.append(model._twin._proba(X))
     if model._linear is not None:
