@@ -142,7 +142,6 @@ class HybridClassifier(base.MiniBatchClassifier):
         # the twin, the linear expert and their mixture with the network (`safety`), made with
         # the features
         self._twin = self._linear = self._mixture = None
-        self._experts = ("network",)
         self.n_updates = 0
         self.n_labeled_seen = 0
         self._watch = change.ChangeWatch(self.drift_detector)

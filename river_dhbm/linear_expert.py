@@ -60,7 +60,7 @@ class LinearExpert:
     def proba(self, X: np.ndarray) -> np.ndarray:
         """`p(y | x)` `[n, K]` of validated rows `X [n, d]`."""
         out = np.empty((len(X), len(self.b)))
-        linear_proba(self.W, self.b, self.mean, self.m2, self.count, X, out)
+        self.proba_into(X, out)
         return out
 
     def proba_into(self, X: np.ndarray, out: np.ndarray) -> None:

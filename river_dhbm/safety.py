@@ -171,19 +171,23 @@ def attach_experts(model) -> None:
     mixture: the discriminative twin when it learns unlabeled rows under `safe_unlabeled`, the
     linear expert under `linear_expert`. The twin is the same class, settings and seed (so the
     same initial weights), with `learn_unlabeled=False` and no experts of its own."""
-    names = ["network"]
     if model.safe_unlabeled and getattr(model, "learn_unlabeled", False):
         alone = {"learn_unlabeled": False, "safe_unlabeled": False}
         model._twin = model.clone({**alone, "linear_expert": False} if model.linear_expert
                                   else alone)
         model._twin._fix_features(model._features)
-        names.append("twin")
     if model.linear_expert:
         model._linear = LinearExpert(len(model._features), model.seed)
-        names.append("linear")
+    names = expert_names(model)
     if len(names) > 1:
-        model._experts = tuple(names)
         model._mixture = AggregatingMixture(priors(names))
+
+
+def expert_names(model) -> tuple:
+    """The names of `model`'s experts, in the mixture's order: the network, then the twin and
+    the linear expert when it has them."""
+    return (("network",) + ("twin",) * (model._twin is not None)
+            + ("linear",) * (model._linear is not None))
 
 
 def add_class(model) -> None:
@@ -207,7 +211,7 @@ def expert_proba(model, X: np.ndarray, network: bool = True) -> list:
 
 def expert_proba_row(model, row: np.ndarray) -> np.ndarray:
     """`expert_proba` of one validated row `[1, d]`, as one array `[E, K]`."""
-    P = np.empty((len(model._experts), len(model._classes)))
+    P = np.empty((len(model._mixture.weights), len(model._classes)))
     P[0] = model._proba_row(row)
     if model._twin is not None:
         P[1] = model._twin._proba_row(row)
@@ -240,7 +244,7 @@ def expert_weights(model) -> dict:
     """`model.expert_weights`: each expert's weight by name, `{"network": 1.0}` alone."""
     if model._mixture is None:
         return {"network": 1.0}
-    return dict(zip(model._experts, model._mixture.weights.tolist()))
+    return dict(zip(expert_names(model), model._mixture.weights.tolist()))
 
 
 # ------------------------------------------------------------- the predictions of the API
