@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from river import base
 
-from river_dhbm import fused_run, scarce_labels
+from river_dhbm import fused_run, safety, scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network, parameters
 from river_dhbm._input.params import (
@@ -398,9 +398,11 @@ class DHBM(HybridClassifier):
     def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         # Mean-field estimator without dropout: nothing random, so a run of mini-batches is one
         # kernel call (the per-batch Python work costs as much as a quarter of the update)
-        if self.dropout > 0 or self._estimator != dhbm_kernels.MF:
+        if not fused_run.applies(self):
             return super()._test_then_train_run(X, codes)
         return fused_run.test_then_train(self, X, codes)
+
+    _learn_buffer = fused_run.learn_buffer  # with experts, all their updates in one call
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]
@@ -426,6 +428,8 @@ class DHBM(HybridClassifier):
 
     def _predict_row(self, row: np.ndarray) -> int:
         return self._proba_one(row, self._one_row_output())
+
+    _experts_row = safety.hybrid_experts_row  # the experts and their mixture: one call
 
     def _proba_one(self, row: np.ndarray, P: np.ndarray) -> int:
         """`p(y | x)` of one row `[1, d]` into `P [1, C]` (plain loops: `dhbm_proba_row`);

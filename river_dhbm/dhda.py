@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from river import base
 
-from river_dhbm import scarce_labels
+from river_dhbm import safety, scarce_labels
 
 from river_dhbm._kernels import dhda as dhda_kernels
 from river_dhbm._kernels import network, parameters
@@ -337,6 +337,9 @@ class DHDA(HybridClassifier):
         """Step of the layers above the first."""
         factor = self.UPPER_STEP if self.slow_upper_layers else 1.0
         return float(self.learning_rate) * factor
+
+    # its recognition pass and joint predictor are the DHBM's: one call for its experts too
+    _experts_row = safety.hybrid_experts_row
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         return dhda_kernels.dhda_proba(

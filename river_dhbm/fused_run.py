@@ -2,10 +2,12 @@
 
 With the mean-field estimator and no dropout a DHBM update draws nothing at random but the
 replay's uniforms, so a run of whole mini-batches (`base.HybridClassifier.test_then_train_arrays`)
-can be predicted and learnt by one call of `dhbm_test_then_train`, which replays the label
-memory and makes proxy labels exactly as the per-batch path (`minibatch.learn`, `DHBM._update`)
-does; the Python work per mini-batch costs as much as a quarter of the update. The drift
-detector is consulted where the per-batch path would restart (`change.CHECK_EVERY`).
+can be predicted and learnt by one call, which replays the label memory and makes proxy labels
+exactly as the per-batch path (`minibatch.learn`, `DHBM._update`) does: `dhbm_test_then_train`
+for the network alone, `dhbm_experts_run` with its twin, its linear expert and their mixture
+(`river_dhbm.safety`, as `minibatch.mixed_flush`), whose updates River's loop makes in one call
+too (`learn_buffer`). The Python work per mini-batch costs as much as a quarter of the update.
+The drift detectors are consulted where the per-batch path would restart (`change.CHECK_EVERY`).
 """
 
 from __future__ import annotations
@@ -14,17 +16,27 @@ import numpy as np
 
 from river_dhbm import change, scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
+from river_dhbm._kernels import dhbm_experts
+from river_dhbm.linear_expert import NO_LINEAR, RATE
 
-__all__ = ["test_then_train"]
+__all__ = ["applies", "learn_buffer", "test_then_train"]
+
+
+def applies(model) -> bool:
+    """Whether `model`'s runs of mini-batches go to one kernel call: a mean-field DHBM without
+    dropout, in double precision when experts share the call (the linear expert's is)."""
+    return (model.dropout == 0 and model._estimator == dhbm_kernels.MF
+            and (model._mixture is None or model._theta.dtype == np.float64))
 
 
 def test_then_train(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """`model._test_then_train_run` of a mean-field DHBM without dropout: whole mini-batches
     `X` of known classes, `codes` int64 class indices (-1 unlabeled); the predicted classes.
-    Cut where the drift detector may restart the model, so that it restarts at the update
-    the per-batch path would."""
-    if not model._watch.active:
-        return _fused(model, X, codes)
+    Cut where a drift detector may restart the model or its twin, so that they restart at the
+    update the per-batch path would."""
+    twin = model._twin
+    if not model._watch.active and (twin is None or not twin._watch.active):
+        return _fused(model, X, codes)[0]
     bs = model.batch_size
     predicted = np.empty(len(X), dtype=np.int64)
     start = 0
@@ -32,22 +44,86 @@ def test_then_train(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         batches = change.CHECK_EVERY - model.n_updates % change.CHECK_EVERY
         stop = min(len(X), start + bs * batches)
         first_update = model.n_updates
-        predicted[start:stop] = _fused(model, X[start:stop], codes[start:stop])
-        for b, b0 in enumerate(range(start, stop, bs), first_update + 1):
-            labeled = codes[b0 : b0 + bs] >= 0
-            if labeled.any():
-                errors = predicted[b0 : b0 + bs][labeled] != codes[b0 : b0 + bs][labeled]
-                model._watch.rose(errors, b * bs)
-        if model._watch.due(model.n_updates):
-            change.restart(model)
+        predicted[start:stop], by_network, by_twin = _fused(model, X[start:stop],
+                                                            codes[start:stop])
+        _hear(model, by_network, codes[start:stop], first_update)
+        if twin is not None:
+            _hear(twin, by_twin, codes[start:stop], first_update)
         start = stop
     return predicted
 
 
-def _fused(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Test-then-train on whole mini-batches in one kernel call; the predicted classes."""
+def learn_buffer(model) -> bool:
+    """`minibatch.flush`'s update of every expert of a DHBM with experts on its full buffer, in
+    one kernel call where it `applies` (River's loop has predicted and scored its rows one by
+    one); whether it did."""
+    if model._mixture is None or not applies(model):
+        return False
+    codes = model._y_buf
+    first_update = model.n_updates
+    _, by_network, by_twin = _fused(model, model._X_buf, codes, mix=False)
+    _hear(model, by_network, codes, first_update)
+    if model._twin is not None:
+        _hear(model._twin, by_twin, codes, first_update)
+    return True
+
+
+def _hear(model, predicted: np.ndarray, codes: np.ndarray, first_update: int) -> None:
+    """Feed `model`'s drift detector the errors of its predictions of the labeled rows of the
+    mini-batches it has just learnt (from update `first_update` on), and restart it if due."""
+    if model._watch.active:
+        bs = model.batch_size
+        for b, b0 in enumerate(range(0, len(codes), bs), first_update + 1):
+            labeled = codes[b0 : b0 + bs] >= 0
+            if labeled.any():
+                errors = predicted[b0 : b0 + bs][labeled] != codes[b0 : b0 + bs][labeled]
+                model._watch.rose(errors, b * bs)
+    if model._watch.due(model.n_updates):
+        change.restart(model)
+
+
+def _fused(model, X: np.ndarray, codes: np.ndarray, mix: bool = True):
+    """Test-then-train (with `mix`; else learn) on whole mini-batches in one kernel call: the
+    predicted classes, the network's and the twin's (of the labeled rows, -1 elsewhere)."""
     X = X.astype(model._theta.dtype, copy=False)
-    n_batches = len(X) // model.batch_size
+    labeled = (codes >= 0).reshape(-1, model.batch_size).sum(axis=1)
+    network, steps = _learner(model, X, labeled)
+    predicted = np.empty(len(X), dtype=np.int64)
+    mixture = model._mixture
+    if mixture is None:
+        dhbm_kernels.dhbm_test_then_train(X, codes, predicted, *network)
+        by_network = by_twin = predicted
+    else:
+        twin, linear = model._twin, model._linear
+        twin_learner = network if twin is None else _learner(twin, X, labeled)[0]
+        if linear is None:
+            lin = (*NO_LINEAR, np.zeros(0), RATE, False)
+        else:  # the uniforms it may draw; those it did not use go back (`advance`)
+            rng = linear._rng
+            before = rng.bit_generator.state
+            lin = (*linear.arrays, rng.random(int(steps.sum()) * model.replay), RATE, True)
+        by_network, by_twin = np.empty_like(predicted), np.empty_like(predicted)
+        loss, scored, drawn = dhbm_experts.dhbm_experts_run(
+            X, codes, predicted, network, twin_learner, lin,
+            (mixture.log_prior, mixture.losses, mixture.weights, twin is not None), mix,
+            by_network, by_twin)
+        if linear is not None:
+            rng.bit_generator.state = before
+            rng.bit_generator.advance(drawn)
+        mixture.loss_mixture += loss
+        mixture.n_scored += scored
+        if twin is not None:
+            _count(twin, labeled, twin_learner[2][4])
+    _count(model, labeled, steps)
+    return predicted, by_network, by_twin
+
+
+
+def _learner(model, X: np.ndarray, labeled: np.ndarray) -> tuple:
+    """The kernels' arguments for `model`'s updates on mini-batches with `labeled[b]` labeled
+    rows each (the twin learns those rows only), its uniforms drawn as the per-batch path
+    draws them, and each update's steps."""
+    n_batches = len(labeled)
     if model.beta_schedule is None:
         betas = np.full(n_batches, float(model.beta))
     else:
@@ -55,11 +131,9 @@ def _fused(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         betas = np.array([scarce_labels.beta_at(model.beta, model.beta_schedule, b) for b in t])
     if not model.learn_unlabeled:
         betas[:] = 0.0
-    predicted = np.empty(len(X), dtype=np.int64)
     memory = scarce_labels.memory_of(model, X.shape[1])
     # each update's steps (the labeled rows seen count its own batch, as `minibatch.learn`
     # does), and the per-batch path's draws, in its order: `replay` uniforms per step
-    labeled = (codes >= 0).reshape(n_batches, -1).sum(axis=1)
     seen = model.n_labeled_seen + np.cumsum(labeled)
     steps = scarce_labels.steps_at(model, seen)
     share = scarce_labels.generative_share(model, seen)  # as `term_weights` does
@@ -71,15 +145,17 @@ def _fused(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
                 scarce_labels.labels_since_change(model, model.n_labeled_seen),
                 scarce_labels.PSEUDO_LABEL_WARM_UP)
     empty = model._empty  # the mean-field estimator's particles: no mask, no draws
-    dhbm_kernels.dhbm_test_then_train(
-        X, codes, predicted, model._net(), (model._grad, model._moments, model._adam_steps + 1),
-        schedule, settings, (model._part_x, model._part_h, model._part_y, empty, empty, empty),
-        model._work_arrays(),
-        (memory.X, memory.y, memory.rows, memory.state, uniforms, model.replay,
-         scarce_labels.stream_row(model), scarce_labels.MEMORY_HORIZON),
-        model._work["first_pred"],
-    )
+    learner = (model._net(), (model._grad, model._moments, model._adam_steps + 1), schedule,
+               settings, (model._part_x, model._part_h, model._part_y, empty, empty, empty),
+               model._work_arrays(),
+               (memory.X, memory.y, memory.rows, memory.state, uniforms, model.replay,
+                scarce_labels.stream_row(model), scarce_labels.MEMORY_HORIZON),
+               model._work["first_pred"])
+    return learner, steps
+
+
+def _count(model, labeled: np.ndarray, steps: np.ndarray) -> None:
+    """Count the updates `model` has just made, one per entry of `labeled`."""
     model._adam_steps += int(steps.sum())
-    model.n_updates += n_batches
-    model.n_labeled_seen += int((codes >= 0).sum())
-    return predicted
+    model.n_updates += len(labeled)
+    model.n_labeled_seen += int(labeled.sum())

@@ -31,6 +31,10 @@ _NO_MEMORY = (np.zeros((0, 1)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=n
               np.zeros(2, dtype=np.int64))
 
 
+#: `LinearExpert.arrays` of a model without a linear expert, for the kernels that take them.
+NO_LINEAR = (np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(1, np.int64))
+
+
 class LinearExpert:
     """Softmax regression of a model's labeled rows (see the module).
 
@@ -53,6 +57,11 @@ class LinearExpert:
         # its own draws, so that the network's stay what they were without it
         self._rng = np.random.default_rng(None if seed is None else [seed, 48])
 
+    @property
+    def arrays(self) -> tuple:
+        """`(W, b, mean, m2, count)`, as the kernels take them."""
+        return self.W, self.b, self.mean, self.m2, self.count
+
     def add_class(self) -> None:
         self.W = np.vstack([self.W, np.zeros((1, self.W.shape[1]))])
         self.b = np.append(self.b, 0.0)
@@ -65,7 +74,7 @@ class LinearExpert:
 
     def proba_into(self, X: np.ndarray, out: np.ndarray) -> None:
         """`proba(X)` written into `out [n, K]`."""
-        linear_proba(self.W, self.b, self.mean, self.m2, self.count, X, out)
+        linear_proba(*self.arrays, X, out)
 
     def learn(self, model, X: np.ndarray, codes: np.ndarray) -> None:
         """One update on the mini-batch `X`, `codes` (-1 unlabeled) that `model` has just

@@ -87,7 +87,20 @@ def push_one(model, row, y) -> None:
 def flush(model, predict: bool = False) -> np.ndarray | None:
     """One update on the full buffer (`learn`); with `predict`, returns `p(y | x)` of its
     rows before the update. The twin (`safety`) then learns the buffer's labeled rows, and
-    the linear expert the buffer."""
+    the linear expert the buffer; a drift alarm restarts each once all have learnt. A model
+    that learns them all in one call (`_learn_buffer`, the DHBM's) does so."""
+    learn_buffer = getattr(model, "_learn_buffer", None)
+    if not predict and learn_buffer is not None and learn_buffer():
+        P = None
+    else:
+        P = _flush_expert_by_expert(model, predict)
+    model._n_buf = 0
+    model._n_buf_labeled = 0
+    model._staged = None
+    return P
+
+
+def _flush_expert_by_expert(model, predict: bool) -> np.ndarray | None:
     X, codes = model._X_buf, model._y_buf
     twin, linear = model._twin, model._linear
     if linear is not None:  # copies: an update may change the buffer
@@ -96,13 +109,13 @@ def flush(model, predict: bool = False) -> np.ndarray | None:
         labeled = codes >= 0
         X_labeled, codes_labeled = X[labeled], codes[labeled]
     P = learn(model, X, codes, model._n_buf_labeled, predict)
-    model._n_buf = 0
-    model._n_buf_labeled = 0
-    model._staged = None
     if twin is not None:  # the ablation's update, without the rows it weighs 0
         learn(twin, X_labeled, codes_labeled, len(codes_labeled))
     if linear is not None:
         linear.learn(model, X_batch, codes_batch)
+    for expert in (model, twin):
+        if expert is not None and expert._watch.due(expert.n_updates):
+            change.restart(expert)
     return P
 
 
@@ -118,8 +131,6 @@ def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int,
     model.n_updates += 1
     if watch:
         model._watch.rose(change.labeled_errors(P, codes), model.n_updates * model.batch_size)
-    if model._watch.due(model.n_updates):
-        change.restart(model)
     return P
 
 
@@ -144,10 +155,7 @@ def test_then_train(model, X: np.ndarray, pairs: list, bs: int) -> np.ndarray:
             codes = np.full(stop - start, -1, dtype=np.int64)
             for i, v in pairs[k:end]:
                 codes[i - start] = model._class_index[v]
-            if model._mixture is None:
-                predicted[start:stop] = model._test_then_train_run(X[start:stop], codes)
-            else:  # a model's own run (one kernel call) predicts with its network alone
-                predicted[start:stop] = batch_by_batch(model, X[start:stop], codes)
+            predicted[start:stop] = model._test_then_train_run(X[start:stop], codes)
         else:
             if model._classes:
                 predicted[start:stop] = safety.predictive_proba(model, X[start:stop]).argmax(
@@ -196,10 +204,10 @@ def mixed_flush(model) -> np.ndarray:
     mixture's `p(y | x)` of the buffer's rows before the update (with the weights before
     them), the labeled rows then scored by every expert's predictions, and every expert
     updated."""
-    codes = model._y_buf.copy()
-    others = safety.expert_proba(model, model._X_buf, network=False)  # it comes with the update
-    Ps = [flush(model, predict=True), *others]
+    codes = model._y_buf
+    Ps = safety.expert_proba(model, model._X_buf)
     P = model._mixture.mix(Ps)
     labeled = codes >= 0
     model._mixture.score([P_e[labeled] for P_e in Ps], codes[labeled])
+    flush(model)
     return P

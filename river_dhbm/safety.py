@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm._kernels import mixture as mixture_kernels
-from river_dhbm.linear_expert import LinearExpert
+from river_dhbm.linear_expert import NO_LINEAR, LinearExpert
 
 #: Each expert's weight before any labeled row. The network that learns the unlabeled rows has
 #: four times its twin's: while few labels have been scored the two differ by little, and an
@@ -119,8 +119,17 @@ class AggregatingMixture:
         arithmetic)."""
         P = np.asarray(P, dtype=float)
         out = np.empty(P.shape[1])
-        mixture_kernels.mix_row(P, self.weights, out)
+        self.mix_row_into(P, out)
         return out.tolist()
+
+    def mix_row_into(self, P: np.ndarray, out: np.ndarray) -> int:
+        """`mix_row` of `P [E, K]` into `out [K]` (the first expert's own when its weight is
+        exactly 1, as `predictive_proba` answers); the index of the first largest."""
+        if self.weights[0] == 1.0:
+            out[:] = P[0]
+        else:
+            mixture_kernels.mix_row(P, self.weights, out)
+        return int(out.argmax())
 
     def score_row(self, P: np.ndarray, code: int) -> None:
         """`score` of one labeled row of class `code` predicted by the experts as `P [E, K]`,
@@ -261,19 +270,46 @@ def predictive_proba(model, X: np.ndarray) -> np.ndarray:
 
 def predictive_proba_row(model, row: np.ndarray) -> list:
     """`predictive_proba` of one validated row `[1, d]`, as a list."""
-    mixture = model._mixture
-    if mixture is None or mixture.weights[0] == 1.0:
+    if model._mixture is None:
         return model._proba_row(row)
-    P = expert_proba_row(model, row)
-    if row.base is model._X_buf:  # the staged dict: `learn_one` of it scores with these
-        model._staged_experts = (model._staged, P)
-    return mixture.mix_row(P)
+    return _mixed_row(model, row)[0].tolist()
 
 
 def predictive_row(model, row: np.ndarray) -> int:
     """The class index `predict_one` answers for one validated row `[1, d]`."""
-    mixture = model._mixture
-    if mixture is None or mixture.weights[0] == 1.0:
+    if model._mixture is None:
         return model._predict_row(row)
-    p = predictive_proba_row(model, row)
-    return p.index(max(p))
+    return _mixed_row(model, row)[1]
+
+
+def _mixed_row(model, row: np.ndarray) -> tuple[np.ndarray, int]:
+    """The mixture's `p(y | x)` of one row `[K]` and the index of its first largest, from the
+    model's one kernel call when it has one (`_experts_row`). The experts' predictions of the
+    staged dict are kept: `learn_one` of it scores with them."""
+    mixture = model._mixture
+    P = np.empty((len(mixture.weights), len(model._classes)))
+    out = np.empty(P.shape[1])
+    experts_row = getattr(model, "_experts_row", None)
+    if experts_row is not None:
+        best = experts_row(row, mixture.weights, P, out)
+    else:
+        P[:] = expert_proba_row(model, row)
+        best = mixture.mix_row_into(P, out)
+    if row.base is model._X_buf:
+        model._staged_experts = (model._staged, P)
+    return out, best
+
+
+
+def hybrid_experts_row(model, row: np.ndarray, weights: np.ndarray, P: np.ndarray,
+                       out: np.ndarray) -> int:
+    """`_experts_row` of the DHBM and the DHDA, whose networks predict alike (the recognition
+    pass, then the joint predictor): every expert's `p(y | x)` of one row into `P [E, K]` and
+    their mixture with `weights` into `out [K]` in ONE kernel call; the index of the first
+    largest of `out`."""
+    twin, linear = model._twin, model._linear
+    return mixture_kernels.hybrid_experts_row(
+        row, model._theta, model._empty if twin is None else twin._theta, model._off,
+        model._sizes, model._hcum, len(model._classes), model._kind, 1.0 - model.dropout,
+        np.empty(model._hcum[-1]), NO_LINEAR if linear is None else linear.arrays, weights,
+        P, out)

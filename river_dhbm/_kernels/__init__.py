@@ -5,8 +5,8 @@ the recognition pass, the joint predictor), `parameters` the layout's Python sid
 table, the first weights, regrowth for a new class), `gradients` the gradients and the
 optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels, `linear`
 the linear expert's, `mixture` the mixture's one-row prediction and scoring; `dhbm` (with
-`dhbm_phases`), `sben`, `dhda`, `hsda` and `mlp` each hold one model's update and prediction
-kernels.
+`dhbm_phases`, and `dhbm_experts`: its run with the experts beside it), `sben`, `dhda`, `hsda`
+and `mlp` each hold one model's update and prediction kernels.
 `first_use` says, once, when a model's kernels must be compiled; `build` chooses between
 native and plain code and where the compiled kernels are cached.
 """
@@ -17,6 +17,7 @@ with caching_here():  # every kernel is defined here, so every one caches where 
     from river_dhbm._kernels import (  # noqa: F401
         blas,
         dhbm,
+        dhbm_experts,
         dhbm_phases,
         dhda,
         gradients,

@@ -301,11 +301,11 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
     labels there (block `b` ends at stream row `now + b * n`), and makes proxy labels at
     `confidence` once `warm_up` labeled rows have been seen since the last change
     (`labeled_seen` of them before this run), as `scarce_labels.learning_batch` does."""
-    grad, moments, adam = optimiser
-    lrs, alphas, betas, disc_weights, steps = schedule
-    mf_steps, hard, confidence, labeled_seen, warm_up = settings
-    mem_X, mem_y, mem_rows, mem_state, uniforms, replay, now, horizon = memory
-    mask = particles[3]  # empty: no dropout
+    learner = (net, optimiser, schedule, settings, particles, work, memory, first_pred)
+    adam = optimiser[2]
+    steps = schedule[4]
+    confidence, labeled_seen, warm_up = settings[2], settings[3], settings[4]
+    replay, now = memory[5], memory[6]
     n = work[6].shape[0] - replay
     D = X.shape[1]
     most = replay * steps.max() if steps.shape[0] else 0  # memory rows of the longest update
@@ -317,18 +317,33 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
         for r in range(b * n, (b + 1) * n):
             if codes[r] >= 0:
                 labeled_seen += 1
-        drawn = steps[b] * replay
-        m = memory_replay(mem_X, mem_y, mem_rows, mem_state, X[rows], codes[rows], n,
-                          uniforms[used : used + drawn], Xa, ya, now + b * n, horizon)
-        used += drawn
-        memory_push(mem_X, mem_y, mem_rows, mem_state, X[rows], codes[rows], n, now + b * n)
         gate = confidence if labeled_seen >= warm_up else NO_PROXY_LABELS
-        dhbm_update_mf(borrow(Xa, 0, (m, D)), borrow(ya, 0, (m,)), net, (grad, moments, adam),
-                       (mf_steps, lrs[b], alphas[b], betas[b], gate, disc_weights[b], hard),
-                       mask, particles, work, steps[b], n, first_pred)
+        used = learn_block(X[rows], codes[rows], n, b, now + b * n, gate, adam, used, learner,
+                           Xa, ya)
         adam += steps[b]
         for r in range(n):
             predicted[b * n + r] = first_pred[r]
+
+
+@njit(**JIT, **INNER)
+def learn_block(X, codes, n, b, now, gate, adam, used, learner, Xa, ya):
+    """Update `b` of a run (`dhbm_test_then_train`, whose arguments `learner` groups) on the
+    first `n` rows of `X`, `codes`, which end at stream row `now`: the label memory's rows
+    replayed (the run's `uniforms` from `used` on) and the block's labels stored, then
+    `dhbm_update_mf` from Adam's step `adam`, with proxy labels at `gate` (into the work
+    arrays `Xa`, `ya`). Returns the uniforms drawn so far."""
+    net, optimiser, schedule, settings, particles, work, memory, first_pred = learner
+    lrs, alphas, betas, disc_weights, steps = schedule
+    mem_X, mem_y, mem_rows, mem_state, uniforms, replay = memory[:6]
+    drawn = steps[b] * replay
+    m = memory_replay(mem_X, mem_y, mem_rows, mem_state, X, codes, n,
+                      uniforms[used : used + drawn], Xa, ya, now, memory[7])
+    memory_push(mem_X, mem_y, mem_rows, mem_state, X, codes, n, now)
+    dhbm_update_mf(borrow(Xa, 0, (m, X.shape[1])), borrow(ya, 0, (m,)), net,
+                   (optimiser[0], optimiser[1], adam),
+                   (settings[0], lrs[b], alphas[b], betas[b], gate, disc_weights[b], settings[1]),
+                   particles[3], particles, work, steps[b], n, first_pred)
+    return used + drawn
 
 
 @njit(**JIT, **INNER)

@@ -1,7 +1,7 @@
 """The aggregating mixture's one-row kernels (`river_dhbm.safety`): the Brier game's
-prediction from the experts' `p(y | x)` of one row, and the scoring of one labeled row. River's
-loop predicts and scores row by row, where numpy's calls and Python's loops cost more than the
-arithmetic.
+prediction from the experts' `p(y | x)` of one row, the scoring of one labeled row, and the
+hybrid networks' experts and their mixture of one row in one call. River's loop predicts and
+scores row by row, where numpy's calls and Python's loops cost more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ import numpy as np
 from numba import njit
 
 from river_dhbm._kernels.build import INNER, JIT
+from river_dhbm._kernels.dhbm import dhbm_proba_row
+from river_dhbm._kernels.linear import linear_proba
+from river_dhbm._kernels.network import first_largest
 
 
 @njit(**JIT)
@@ -71,3 +74,29 @@ def score_row(P, code, log_prior, losses, weights, gamma):
     for e in range(E):
         weights[e] /= total
     return _brier(gamma, code)
+
+
+@njit(**JIT)
+def hybrid_experts_row(X, theta, theta_twin, off, sizes, hcum, n_classes, kind, scale, act,
+                       linear, weights, P, out):
+    """`predict_proba_one` of a DHBM or a DHDA with experts, in one call: each expert's `p(y |
+    x)` of one row `X [1, D]` into `P [E, K]` (the network's recognition pass and joint
+    predictor, `dhbm_proba_row`, with `theta`; its twin's with `theta_twin` when that is not
+    empty; the linear expert's when `P` has a row left, `linear = (W, b, mean, m2, count)`),
+    then their mixture with `weights [E]` into `out [K]` (`mix_row`; the network's own when its
+    weight is exactly 1, as `safety.predictive_proba` answers). `act` is the recognition
+    pass's work (flat `>= hcum[L]`). Returns the index of the first largest of `out`."""
+    dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P[0:1])
+    e = 1
+    if theta_twin.shape[0]:
+        dhbm_proba_row(X, theta_twin, off, sizes, hcum, n_classes, kind, scale, act, P[1:2])
+        e = 2
+    if e < P.shape[0]:
+        W, b, mean, m2, count = linear
+        linear_proba(W, b, mean, m2, count, X, P[e : e + 1])
+    if weights[0] == 1.0:
+        for k in range(P.shape[1]):
+            out[k] = P[0, k]
+    else:
+        mix_row(P, weights, out)
+    return first_largest(out)
