@@ -1,14 +1,12 @@
 """The River-facing API shared by every model: `learn_one`, `predict_proba_one` and friends.
 
 `HybridClassifier` holds the rows at the door (a dict packed straight into the buffer), the
-features and classes, and every public entry point. The mini-batch buffer those entry points
-feed, and its updates, are `river_dhbm.minibatch`; the labeled-only twin and the mixture
-the predictions go through, `river_dhbm.safety`. The checks are functions of
-`river_dhbm._input` (`checks`: values, frames, arrays, labels; `params`: hyper-parameters);
-`river_dhbm._kernels.first_use` says when Numba must compile.
+features and classes, and every public entry point. The buffer and its updates are
+`river_dhbm.minibatch`; the experts and their mixture the predictions go through,
+`river_dhbm.safety`; the checks, `river_dhbm._input` (`checks`: values, frames, arrays,
+labels; `params`: hyper-parameters); when Numba must compile, `river_dhbm._kernels.first_use`.
 
-A subclass supplies the mathematics through four hooks, each called with validated float64
-arrays:
+A subclass supplies the mathematics through four hooks, called with validated float64 arrays:
 
 - `_init_params(n_features)`: allocate the parameters once the feature set is known (the
   class count `len(self._classes)` may still be 0);
@@ -17,7 +15,8 @@ arrays:
   `y` int64 `[batch_size]` holding class indices, `-1` for unlabeled rows;
 - `_proba(X)`: `p(y | x)` as float64 `[n, n_classes]` (only called once a class is known);
   `_proba_row(row)` and `_predict_row(row)` (optional) do it, and the argmax, for one row
-  `[1, d]` with less per-call overhead.
+  `[1, d]` with less per-call overhead; `_experts_row` (optional) predicts one row by every
+  expert and their mixture in one call, `_learn_buffer` (optional) updates every expert.
 
 Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
 its whole input before it changes any state, so a rejected call leaves the model as it was.
@@ -87,13 +86,11 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     #: The paper's literal settings for the online experiments, used by `paper()`.
     _PAPER_SETTINGS: dict = {}
-    # Left out of pickles (`__getstate__`), so a loaded model reads these class defaults: the
-    # values of the last predicted dict, packed in the buffer's next free slot, and
-    # (`_staged`, each expert's `p(y | x)` of it).
+    # The last predicted dict's values, packed in the buffer's next free slot, and each
+    # expert's `p(y | x)` of it: left out of pickles, a loaded model reads these defaults.
     _staged = None
     _staged_experts = None
-    #: A subclass without the settings (a test double, say) has no labeled-only twin and no
-    #: linear expert (`safety`).
+    #: A subclass without the settings (a test double, say) has no twin, no linear expert.
     safe_unlabeled = False
     linear_expert = False
 
@@ -187,19 +184,23 @@ class HybridClassifier(base.MiniBatchClassifier):
 
     # ------------------------------------------------------------------ pickling
 
-    #: Work arrays that predictions write into (rebuilt by the model's `__setstate__`).
-    _SCRATCH: tuple = ()
+    _SCRATCH: tuple = ()  # work arrays predictions write into (rebuilt by `__setstate__`)
 
     def __getstate__(self):
         # predictions leave a pickle unchanged: their scratch, the staged row and the free
         # slots of the buffer it was packed into are not part of the model
         state = {k: v for k, v in self.__dict__.items() if k not in self._SCRATCH}
-        state.pop("_staged", None)
-        state.pop("_staged_experts", None)
+        for name in ("_staged", "_staged_experts"):
+            state.pop(name, None)
         if self._X_buf is not None:
             state["_X_buf"] = self._X_buf.copy()
             state["_X_buf"][self._n_buf :] = 0.0
+        safety.pack_twin(self, state)  # the label memory it shares with the network: once
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        safety.unpack_twin(self)
 
     # ------------------------------------------------------------------ rows at the door
 

@@ -291,7 +291,7 @@ class DHBM(HybridClassifier):
     _SCRATCH = ("_grad", "_work", "_pred_act")
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        super().__setstate__(state)
         if self._theta is not None:
             self._alloc_work()
 

@@ -29,11 +29,18 @@ def applies(model) -> bool:
             and (model._mixture is None or model._theta.dtype == np.float64))
 
 
+#: Mini-batches a watched run learns in one call before its drift detectors hear their errors:
+#: the detectors (River's, in Python) cannot be consulted inside the kernel, so the run goes on
+#: as if no restart came, and when one is due inside it, it learns again from where it began up
+#: to that update (a rare cost: alarms are few) and restarts there.
+SPAN = 100
+
+
 def test_then_train(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """`model._test_then_train_run` of a mean-field DHBM without dropout: whole mini-batches
     `X` of known classes, `codes` int64 class indices (-1 unlabeled); the predicted classes.
-    Cut where a drift detector may restart the model or its twin, so that they restart at the
-    update the per-batch path would."""
+    A drift detector restarts the model or its twin at the update the per-batch path would
+    (`SPAN`)."""
     twin = model._twin
     if not model._watch.active and (twin is None or not twin._watch.active):
         return _fused(model, X, codes)[0]
@@ -41,14 +48,19 @@ def test_then_train(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
     predicted = np.empty(len(X), dtype=np.int64)
     start = 0
     while start < len(X):
-        batches = change.CHECK_EVERY - model.n_updates % change.CHECK_EVERY
-        stop = min(len(X), start + bs * batches)
+        stop = min(len(X), start + bs * SPAN)
         first_update = model.n_updates
+        saved = _State(model)
         predicted[start:stop], by_network, by_twin = _fused(model, X[start:stop],
                                                             codes[start:stop])
-        _hear(model, by_network, codes[start:stop], first_update)
-        if twin is not None:
-            _hear(twin, by_twin, codes[start:stop], first_update)
+        heard = _hear(model, by_network, by_twin, codes[start:stop], first_update)
+        if heard is not None:  # a restart due after `batches`: learn them again, restart there
+            batches, due = heard
+            stop = start + batches * bs
+            saved.restore()
+            _fused(model, X[start:stop], codes[start:stop])
+            for expert in due:
+                change.restart(expert)
         start = stop
     return predicted
 
@@ -62,24 +74,70 @@ def learn_buffer(model) -> bool:
     codes = model._y_buf
     first_update = model.n_updates
     _, by_network, by_twin = _fused(model, model._X_buf, codes, mix=False)
-    _hear(model, by_network, codes, first_update)
-    if model._twin is not None:
-        _hear(model._twin, by_twin, codes, first_update)
+    heard = _hear(model, by_network, by_twin, codes, first_update)
+    for expert in () if heard is None else heard[1]:
+        change.restart(expert)
     return True
 
 
-def _hear(model, predicted: np.ndarray, codes: np.ndarray, first_update: int) -> None:
-    """Feed `model`'s drift detector the errors of its predictions of the labeled rows of the
-    mini-batches it has just learnt (from update `first_update` on), and restart it if due."""
-    if model._watch.active:
-        bs = model.batch_size
-        for b, b0 in enumerate(range(0, len(codes), bs), first_update + 1):
-            labeled = codes[b0 : b0 + bs] >= 0
-            if labeled.any():
-                errors = predicted[b0 : b0 + bs][labeled] != codes[b0 : b0 + bs][labeled]
-                model._watch.rose(errors, b * bs)
-    if model._watch.due(model.n_updates):
-        change.restart(model)
+def _hear(model, by_network: np.ndarray, by_twin: np.ndarray, codes: np.ndarray,
+          first_update: int):
+    """Feed the drift detectors of `model` and its twin the errors of their predictions
+    (`by_network`, `by_twin`) of the labeled rows of the mini-batches they have just learnt,
+    from update `first_update` on, one mini-batch after another, up to the first update after
+    which one of them must restart (`ChangeWatch.due`). Returns None when none must, else the
+    mini-batches up to that update and the experts to restart."""
+    bs = model.batch_size
+    watched = [(model, by_network.tolist())]
+    if model._twin is not None:
+        watched.append((model._twin, by_twin.tolist()))
+    codes = codes.tolist()
+    for b in range(len(codes) // bs):
+        update = first_update + b + 1
+        block = range(b * bs, (b + 1) * bs)
+        labeled = [i for i in block if codes[i] >= 0]
+        due = []
+        for expert, predicted in watched:
+            if labeled and expert._watch.active:
+                expert._watch.rose([predicted[i] != codes[i] for i in labeled], update * bs)
+            if expert._watch.due(update):
+                due.append(expert)
+        if due:
+            return b + 1, due
+    return None
+
+
+class _State:
+    """What a fused run changes of a model, its twin, its linear expert and their mixture (not
+    the drift detectors), kept to be put back (`restore`)."""
+
+    def __init__(self, model):
+        self.arrays, self.counts, self.generators = [], [], []
+        for expert in (model, model._twin):
+            if expert is not None:
+                memory = scarce_labels.memory_of(expert, int(expert._sizes[0]))
+                self.arrays += [expert._theta, expert._moments, memory.X, memory.y,
+                                memory.rows, memory.state]
+                self.counts.append((expert, ("_adam_steps", "n_updates", "n_labeled_seen")))
+                self.generators.append(expert._rng)
+        if model._linear is not None:
+            self.arrays += list(model._linear.arrays)
+            self.generators.append(model._linear._rng)
+        if model._mixture is not None:
+            self.arrays += [model._mixture.losses, model._mixture.weights]
+            self.counts.append((model._mixture, ("loss_mixture", "n_scored")))
+        self.saved_arrays = [a.copy() for a in self.arrays]
+        self.saved_counts = [[getattr(o, name) for name in names] for o, names in self.counts]
+        self.saved_generators = [g.bit_generator.state for g in self.generators]
+
+    def restore(self) -> None:
+        for a, saved in zip(self.arrays, self.saved_arrays):
+            a[...] = saved
+        for (o, names), values in zip(self.counts, self.saved_counts):
+            for name, value in zip(names, values):
+                setattr(o, name, value)
+        for g, state in zip(self.generators, self.saved_generators):
+            g.bit_generator.state = state
 
 
 def _fused(model, X: np.ndarray, codes: np.ndarray, mix: bool = True):

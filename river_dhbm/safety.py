@@ -34,6 +34,8 @@ The Brier score stays within [0, 2] per row, like the 0/1 loss it sits above.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from river_dhbm._kernels import mixture as mixture_kernels
@@ -197,6 +199,37 @@ def expert_names(model) -> tuple:
     the linear expert when it has them."""
     return (("network",) + ("twin",) * (model._twin is not None)
             + ("linear",) * (model._linear is not None))
+
+
+def pack_twin(model, state: dict) -> None:
+    """`state["_twin"]` (in `model`'s pickled state) as `(class, state)`, the twin's label
+    memory there the network's own object while the two hold the same rows (they do until one
+    of them restarts): a pickle then holds it once (`unpack_twin` makes it two again)."""
+    twin = model._twin
+    if twin is None:
+        return
+    twin_state = twin.__getstate__()
+    if _same_memory(model._memory, twin._memory):
+        twin_state["_memory"] = model._memory
+    state["_twin"] = (type(twin), twin_state)
+
+
+def unpack_twin(model) -> None:
+    """The twin of `pack_twin` rebuilt in a model just unpickled, with a label memory of its
+    own."""
+    packed = model.__dict__.get("_twin")
+    if type(packed) is not tuple:
+        return
+    cls, state = packed
+    model._twin = twin = cls.__new__(cls)
+    twin.__setstate__(state)
+    if twin._memory is not None and twin._memory is model._memory:
+        twin._memory = copy.deepcopy(model._memory)
+
+
+def _same_memory(a, b) -> bool:
+    return a is not None and b is not None and all(
+        np.array_equal(getattr(a, name), getattr(b, name)) for name in ("state", "y", "rows", "X"))
 
 
 def add_class(model) -> None:

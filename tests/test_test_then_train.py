@@ -11,7 +11,9 @@ from river import drift
 
 from evaluation import prequential
 from river_dhbm import DHBM, change
+from river_dhbm import fused_run
 from river_dhbm._kernels import dhbm as dhbm_kernels
+from river_dhbm._kernels import dhbm_experts
 from streams import LED, LabelMask
 from test_dict_path import MODELS as DICT_PATH_MODELS
 
@@ -96,55 +98,73 @@ def test_the_dhbm_predicts_and_learns_a_mini_batch_in_one_pass(monkeypatch):
 
 
 def _count_runs(monkeypatch, model):
-    """Counts the one-call runs (their lengths) and the per-batch updates of `model`."""
+    """Counts the one-call runs (their lengths: the network alone's kernel, or the kernel of
+    its experts) and the per-batch updates of `model`."""
     runs, updates = [], []
-    kernel = dhbm_kernels.dhbm_test_then_train
-
-    def counted(X, *args):
-        runs.append(len(X))
-        return kernel(X, *args)
-
-    monkeypatch.setattr(dhbm_kernels, "dhbm_test_then_train", counted)
+    for module, name in ((dhbm_kernels, "dhbm_test_then_train"),
+                         (dhbm_experts, "dhbm_experts_run")):
+        kernel = getattr(module, name)
+        monkeypatch.setattr(module, name,
+                            lambda X, *args, kernel=kernel: runs.append(len(X)) or kernel(X, *args))
     update = model._update
     monkeypatch.setattr(model, "_update", lambda *a: updates.append(1) or update(*a))
     return runs, updates
 
 
 def _unwatched(name):
-    """`MODELS[name]` with no drift detector: a run is then one kernel call (a detector cuts
-    it where the per-batch path would restart, every `change.CHECK_EVERY` updates)."""
+    """`MODELS[name]` with no drift detector."""
     return MODELS[name]().clone({"drift_detector": drift.NoDrift()})
 
 
-@pytest.mark.parametrize("name", ["dhbm-mf-alone"])
-def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch, name):
-    X, y, labeled = _block()
-    model, reference = _unwatched(name), _unwatched(name)
+def _flipping(n=3000, flip=1500, seed=0):
+    """A concept that flips at row `flip`: the labels of a threshold on the first feature
+    swap."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 5))
+    above = X[:, 0] > 0.5
+    y = np.where(above, "a", "b").astype(object)
+    y[flip:] = np.where(above[flip:], "b", "a")
+    return X, y, rng.random(n) < 0.3
+
+
+@pytest.mark.parametrize("name", ["dhbm-mf-alone", "dhbm-mf"])
+@pytest.mark.parametrize("watched", [False, True])
+def test_the_dhbm_learns_a_run_of_mini_batches_in_one_call(monkeypatch, name, watched):
+    # with its twin and linear expert too; a watched run that no detector stops as well
+    X, y, labeled = _flipping(n=400, flip=400)  # a steady concept
+    make = MODELS[name] if watched else lambda: _unwatched(name)
+    model, reference = make(), make()
     for m in (model, reference):
-        m.learn_arrays(X[:88], y[:88])  # every class known, the buffer empty
+        m.learn_arrays(X[:200], y[:200])  # every class known, the buffer empty
     runs, updates = _count_runs(monkeypatch, model)
-    predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])
-    assert runs == [88] and updates == []  # 22 mini-batches of 4: one kernel call
-    np.testing.assert_array_equal(predicted, _batch_by_batch(reference, X[:88], y[:88],
-                                                              labeled[:88], 4))
+    predicted = model.test_then_train_arrays(X[200:], y[200:], labeled[200:])
+    assert runs == [200] and updates == []  # 50 mini-batches of 4: one kernel call
+    assert model.drift_rows == []
+    np.testing.assert_array_equal(predicted, _batch_by_batch(reference, X[200:], y[200:],
+                                                              labeled[200:], 4))
     _assert_same_model(model, reference, X)
 
 
-@pytest.mark.parametrize("name", ["dhbm-mf-alone"])
-def test_a_watched_run_stops_where_the_detector_is_consulted(monkeypatch, name):
-    X, y, labeled = _block()
+@pytest.mark.parametrize("name", ["dhbm-mf-alone", "dhbm-mf"])
+def test_a_run_restarts_where_the_per_batch_path_does(monkeypatch, name):
+    X, y, labeled = _flipping()
     model, reference = MODELS[name](), MODELS[name]()
-    for m in (model, reference):
-        m.learn_arrays(X[:88], y[:88])  # 22 updates: the next check comes after 8 more
-    runs, updates = _count_runs(monkeypatch, model)
-    predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])
-    assert runs == [4 * 8, 4 * change.CHECK_EVERY, 4 * 4] and updates == []
-    np.testing.assert_array_equal(predicted, _batch_by_batch(reference, X[:88], y[:88],
-                                                              labeled[:88], 4))
+    runs, _ = _count_runs(monkeypatch, model)
+    predicted = model.test_then_train_arrays(X, y, labeled)
+    runs = list(runs)  # the reference's mini-batches may go to the experts' kernel too
+    expected = _batch_by_batch(reference, X, y, labeled, 4)
+    # the control: the flip is seen, by the twin too, and restarts both paths alike
+    assert model.drift_rows and model.drift_rows == reference.drift_rows
+    for twin, twin_reference in [(model._twin, reference._twin)] * (name == "dhbm-mf"):
+        assert twin.drift_rows and twin.drift_rows == twin_reference.drift_rows
+    assert model._labels_before_change == reference._labels_before_change > 0
+    np.testing.assert_array_equal(predicted, expected)
     _assert_same_model(model, reference, X)
+    # runs of `SPAN` mini-batches; the one holding the alarm learnt again up to the restart
+    assert max(runs) == 4 * fused_run.SPAN and sum(runs) > len(X)
 
 
-@pytest.mark.parametrize("name", ["dhbm-mf-alone"])
+@pytest.mark.parametrize("name", ["dhbm-mf-alone", "dhbm-mf"])
 def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch, name):
     X, y, labeled = _block()
     y[49], labeled[49] = "e", True  # unseen: its batch (rows 48-51) adds the class first
@@ -153,7 +173,10 @@ def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch, name):
         m.learn_arrays(X[:88], np.where(y[:88] == "e", "a", y[:88]))
     runs, updates = _count_runs(monkeypatch, model)
     predicted = model.test_then_train_arrays(X[:88], y[:88], labeled[:88])
-    assert runs == [48, 36] and len(updates) == 1
+    # the mini-batch of the new class goes through the buffer: one update, in one call of
+    # the experts' kernel for a DHBM with experts
+    alone = model._mixture is None
+    assert runs == ([48, 36] if alone else [48, 4, 36]) and len(updates) == alone
     assert model.classes_[-1] == "e"
     np.testing.assert_array_equal(predicted, _batch_by_batch(reference, X[:88], y[:88],
                                                               labeled[:88], 4))
