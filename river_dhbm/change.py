@@ -98,6 +98,15 @@ class ChangeWatch:
         self.pending = False  # an alarm whose restart waits for the next check
         self._first: list = []  # errors seen before the default detectors are made
 
+    #: The default ADWIN's window as `[sum, width, mean, emptied]`, kept here because reading
+    #: its mean back costs more than its update (None: read it from the detector). Its window
+    #: grows by each error, and on the update after an alarm starts empty (River's ADWIN).
+    _adwin = None
+
+    def _defaults(self) -> None:
+        self.detector, self.minimum = default_detectors()
+        self._adwin = [0, 0, 0.0, False]
+
     def rose(self, errors, row: int) -> bool:
         """Feed `errors` (bools, in row order) and say whether the error rose on any of them;
         `row` is the count of rows learnt at the end of their mini-batch."""
@@ -105,23 +114,31 @@ class ChangeWatch:
             self._first.extend(errors)
             if len(self._first) < FIRST_ERRORS:
                 return False
-            self.detector, self.minimum = default_detectors()
+            self._defaults()
             errors, self._first = self._first, []
         rose = False
         for error in errors:
-            detector = self.detector
-            before = getattr(detector, "estimation", None)
+            detector, adwin = self.detector, self._adwin
+            before = getattr(detector, "estimation", None) if adwin is None else adwin[2]
             detector.update(float(error))
+            if adwin is not None:
+                if adwin[3]:
+                    adwin[:] = [0, 0, 0.0, False]
+                adwin[0] += bool(error)
+                adwin[1] += 1
+                adwin[2] = adwin[0] / adwin[1]
             rose_here = False
             if detector.drift_detected:
                 after = getattr(detector, "estimation", None)
+                if adwin is not None:
+                    adwin[2:] = [after, True]
                 # a two-sided detector (ADWIN) keeps the recent window: compare its mean
                 rose_here = before is None or after is None or after > before
             if self.minimum is not None:
                 self.minimum.update(bool(error))
                 if self.minimum.drift_detected:  # ADWIN's window holds the old concept too
                     rose_here = True
-                    self.detector, self.minimum = default_detectors()
+                    self._defaults()
                 elif rose_here:  # the model is young again; DDM's minimum was the old concept's
                     self.minimum = default_detectors()[1]
             rose |= rose_here

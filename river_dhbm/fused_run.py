@@ -88,19 +88,19 @@ def _hear(model, by_network: np.ndarray, by_twin: np.ndarray, codes: np.ndarray,
     which one of them must restart (`ChangeWatch.due`). Returns None when none must, else the
     mini-batches up to that update and the experts to restart."""
     bs = model.batch_size
-    watched = [(model, by_network.tolist())]
-    if model._twin is not None:
-        watched.append((model._twin, by_twin.tolist()))
-    codes = codes.tolist()
-    for b in range(len(codes) // bs):
+    labeled = np.flatnonzero(codes >= 0)
+    # the labeled rows of mini-batch `b` are `labeled[ends[b]:ends[b + 1]]`
+    ends = np.searchsorted(labeled, np.arange(0, len(codes) + 1, bs)).tolist()
+    watched = [(expert, (predicted[labeled] != codes[labeled]).tolist())
+               for expert, predicted in ((model, by_network), (model._twin, by_twin))
+               if expert is not None]
+    for b in range(len(ends) - 1):
         update = first_update + b + 1
-        block = range(b * bs, (b + 1) * bs)
-        labeled = [i for i in block if codes[i] >= 0]
         due = []
-        for expert, predicted in watched:
-            if labeled and expert._watch.active:
-                expert._watch.rose([predicted[i] != codes[i] for i in labeled], update * bs)
-            if expert._watch.due(update):
+        for expert, errors in watched:
+            if ends[b] < ends[b + 1] and expert._watch.active:
+                expert._watch.rose(errors[ends[b] : ends[b + 1]], update * bs)
+            if update % change.CHECK_EVERY == 0 and expert._watch.due(update):
                 due.append(expert)
         if due:
             return b + 1, due
@@ -192,9 +192,14 @@ def _learner(model, X: np.ndarray, labeled: np.ndarray) -> tuple:
     memory = scarce_labels.memory_of(model, X.shape[1])
     # each update's steps (the labeled rows seen count its own batch, as `minibatch.learn`
     # does), and the per-batch path's draws, in its order: `replay` uniforms per step
-    seen = model.n_labeled_seen + np.cumsum(labeled)
-    steps = scarce_labels.steps_at(model, seen)
-    share = scarce_labels.generative_share(model, seen)  # as `term_weights` does
+    if n_batches == 1:  # River's loop: Python's scalars cost less than numpy's calls
+        seen = model.n_labeled_seen + int(labeled[0])
+        steps = np.array([scarce_labels.steps_at(model, seen)])
+        share = np.array([scarce_labels.generative_share(model, seen)])
+    else:
+        seen = model.n_labeled_seen + np.cumsum(labeled)
+        steps = scarce_labels.steps_at(model, seen)
+        share = scarce_labels.generative_share(model, seen)  # as `term_weights` does
     uniforms = model._rng.random(int(steps.sum()) * model.replay)
     schedule = (model._step_size() * scarce_labels.share_step_scale(share),
                 float(model.alpha) * share, betas * share,

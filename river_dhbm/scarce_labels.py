@@ -103,8 +103,9 @@ def steps_at(model, n_labeled) -> np.ndarray | int:
     if warm is None:
         return steps if np.isscalar(n_labeled) else np.full(np.shape(n_labeled), steps)
     n_labeled = labels_since_change(model, n_labeled)
-    k = np.clip(np.rint(steps * warm / np.maximum(n_labeled, 1)), 1, steps).astype(np.int64)
-    return int(k) if np.isscalar(n_labeled) else k
+    if np.isscalar(n_labeled):  # Python's scalars: River's loop asks once a mini-batch
+        return min(max(round(steps * warm / max(n_labeled, 1)), 1), steps)
+    return np.clip(np.rint(steps * warm / np.maximum(n_labeled, 1)), 1, steps).astype(np.int64)
 
 
 def generative_share(model, n_labeled) -> np.ndarray | float:
@@ -122,8 +123,9 @@ def generative_share(model, n_labeled) -> np.ndarray | float:
     if warm is None:
         return 1.0 if np.isscalar(n_labeled) else np.ones(np.shape(n_labeled))
     n_labeled = labels_since_change(model, n_labeled)
-    share = np.minimum(1.0, warm / np.maximum(n_labeled, 1))
-    return float(share) if np.isscalar(n_labeled) else share
+    if np.isscalar(n_labeled):
+        return min(1.0, warm / max(n_labeled, 1))
+    return np.minimum(1.0, warm / np.maximum(n_labeled, 1))
 
 
 #: A mature model's step shrinks as `generative_share ** STEP_POWER`: with a constant step the

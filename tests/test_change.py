@@ -116,6 +116,21 @@ def test_an_alarm_starts_ddm_afresh_and_ddms_starts_adwin_afresh():
     assert custom.minimum is None
 
 
+def test_the_watch_knows_the_default_adwins_mean_without_asking_it():
+    # the mean it keeps (`_adwin`, what each error is compared with) is ADWIN's own after
+    # every update, through ADWIN's alarms (whose next update empties its window) and DDM's
+    rates = np.repeat([0.1, 0.5, 0.05, 0.7, 0.2], 800)
+    errors = np.random.default_rng(3).random(len(rates)) < rates
+    watch = change.ChangeWatch(None)
+    watch.rose(errors[: change.FIRST_ERRORS], 1)
+    adwin_alarms = 0
+    for error in errors[change.FIRST_ERRORS :]:
+        watch.rose([error], 2)
+        adwin_alarms += watch.detector.drift_detected
+        assert watch._adwin[2] == watch.detector.estimation
+    assert adwin_alarms >= 3 and len(watch.alarms) >= 2  # the control: the window was cut
+
+
 def _scarce_planted(seed: int):
     """30,000 rows of `_planted` with the change at row 10,000, 1 % of them labeled."""
     X, y = _planted(30_000, 10_000, seed)

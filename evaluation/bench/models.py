@@ -308,6 +308,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="small runs, default settings only, no cold-cache start")
     p.add_argument("--no-startup", action="store_true", help="skip the fresh-process timings")
     p.add_argument("--no-split", action="store_true", help="skip the time-in-hooks run")
+    p.add_argument("--no-safety", action="store_true",
+                   help="skip what the safe defaults cost (`bench safety`), timed at the end")
     p.add_argument("--out", default=None,
                    help="markdown report written (a settings.json beside it records the "
                    "command and the code; default: printed only)")
@@ -335,6 +337,13 @@ def run(args: argparse.Namespace, command: str | None = None) -> int:
     checks = targets(rows, startup)
     command = command or "python -m evaluation bench " + " ".join(sys.argv[1:])
     text = report(rows, startup, checks, command)
+    if not args.no_safety:  # the safe defaults against the same models without the twin
+        from . import safety
+
+        measured = safety.measure(args)
+        text += "\n## What the safe defaults cost\n\n" + "\n".join(
+            [*[f"- {line}" for line in safety.targets(measured)], "", safety.tables(measured),
+             ""])
     print(text)
     if args.out:
         write_report(args.out, text, command)
