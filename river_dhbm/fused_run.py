@@ -7,7 +7,9 @@ exactly as the per-batch path (`minibatch.learn`, `DHBM._update`) does: `dhbm_te
 for the network alone, `dhbm_experts_run` with its twin, its linear expert and their mixture
 (`river_dhbm.safety`, as `minibatch.mixed_flush`), whose updates River's loop makes in one call
 too (`learn_buffer`). The Python work per mini-batch costs as much as a quarter of the update.
-The drift detectors are consulted where the per-batch path would restart (`change.CHECK_EVERY`).
+The drift detectors hear a run's errors after it, and a restart due inside the run (at a
+multiple of `change.CHECK_EVERY` updates, as on the per-batch path) learns it again up to there
+(`SPAN`).
 """
 
 from __future__ import annotations
@@ -58,9 +60,8 @@ def test_then_train(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
             batches, due = heard
             stop = start + batches * bs
             saved.restore()
-            _fused(model, X[start:stop], codes[start:stop])
-            for expert in due:
-                change.restart(expert)
+            _fused(model, X[start:stop], codes[start:stop], hold=True)
+            _restart(model, due, X[stop - bs : stop], codes[stop - bs : stop])
         start = stop
     return predicted
 
@@ -73,11 +74,22 @@ def learn_buffer(model) -> bool:
         return False
     codes = model._y_buf
     first_update = model.n_updates
-    _, by_network, by_twin = _fused(model, model._X_buf, codes, mix=False)
+    checked = (first_update + 1) % change.CHECK_EVERY == 0  # where a restart may fall due
+    _, by_network, by_twin = _fused(model, model._X_buf, codes, mix=False, hold=checked)
     heard = _hear(model, by_network, by_twin, codes, first_update)
-    for expert in () if heard is None else heard[1]:
-        change.restart(expert)
+    if checked:
+        _restart(model, () if heard is None else heard[1], model._X_buf, codes)
     return True
+
+
+def _restart(model, due, X: np.ndarray, codes: np.ndarray) -> None:
+    """Restart the experts `due` after the last mini-batch `X`, `codes` of a run, which the
+    linear expert has not learnt (`hold`), then let it learn it, as `minibatch.flush` does
+    after the network's restart."""
+    for expert in due:
+        change.restart(expert)
+    if model._linear is not None:
+        model._linear.learn(model, X, codes)
 
 
 def _hear(model, by_network: np.ndarray, by_twin: np.ndarray, codes: np.ndarray,
@@ -140,9 +152,10 @@ class _State:
             g.bit_generator.state = state
 
 
-def _fused(model, X: np.ndarray, codes: np.ndarray, mix: bool = True):
+def _fused(model, X: np.ndarray, codes: np.ndarray, mix: bool = True, hold: bool = False):
     """Test-then-train (with `mix`; else learn) on whole mini-batches in one kernel call: the
-    predicted classes, the network's and the twin's (of the labeled rows, -1 elsewhere)."""
+    predicted classes, the network's and the twin's (of the labeled rows, -1 elsewhere); with
+    `hold`, the linear expert leaves the last mini-batch to the caller (`_restart`)."""
     X = X.astype(model._theta.dtype, copy=False)
     labeled = (codes >= 0).reshape(-1, model.batch_size).sum(axis=1)
     network, steps = _learner(model, X, labeled)
@@ -164,7 +177,7 @@ def _fused(model, X: np.ndarray, codes: np.ndarray, mix: bool = True):
         loss, scored, drawn = dhbm_experts.dhbm_experts_run(
             X, codes, predicted, network, twin_learner, lin,
             (mixture.log_prior, mixture.losses, mixture.weights, twin is not None), mix,
-            by_network, by_twin)
+            int(hold), by_network, by_twin)
         if linear is not None:
             rng.bit_generator.state = before
             rng.bit_generator.advance(drawn)

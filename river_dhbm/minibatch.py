@@ -87,8 +87,8 @@ def push_one(model, row, y) -> None:
 def flush(model, predict: bool = False) -> np.ndarray | None:
     """One update on the full buffer (`learn`); with `predict`, returns `p(y | x)` of its
     rows before the update. The twin (`safety`) then learns the buffer's labeled rows, and
-    the linear expert the buffer; a drift alarm restarts each once all have learnt. A model
-    that learns them all in one call (`_learn_buffer`, the DHBM's) does so."""
+    the linear expert the buffer. A model that learns them all in one call (`_learn_buffer`,
+    the DHBM's) does so."""
     learn_buffer = getattr(model, "_learn_buffer", None)
     if not predict and learn_buffer is not None and learn_buffer():
         P = None
@@ -111,11 +111,8 @@ def _flush_expert_by_expert(model, predict: bool) -> np.ndarray | None:
     P = learn(model, X, codes, model._n_buf_labeled, predict)
     if twin is not None:  # the ablation's update, without the rows it weighs 0
         learn(twin, X_labeled, codes_labeled, len(codes_labeled))
-    if linear is not None:
+    if linear is not None:  # after the network's restart, if one was due
         linear.learn(model, X_batch, codes_batch)
-    for expert in (model, twin):
-        if expert is not None and expert._watch.due(expert.n_updates):
-            change.restart(expert)
     return P
 
 
@@ -131,6 +128,8 @@ def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int,
     model.n_updates += 1
     if watch:
         model._watch.rose(change.labeled_errors(P, codes), model.n_updates * model.batch_size)
+    if model._watch.due(model.n_updates):
+        change.restart(model)
     return P
 
 
@@ -207,7 +206,7 @@ def mixed_flush(model) -> np.ndarray:
     codes = model._y_buf
     Ps = safety.expert_proba(model, model._X_buf)
     P = model._mixture.mix(Ps)
-    labeled = codes >= 0
+    labeled = codes >= 0  # scored before the update, as the rows of `push` and `push_one`
     model._mixture.score([P_e[labeled] for P_e in Ps], codes[labeled])
     flush(model)
     return P

@@ -12,6 +12,7 @@ import pytest
 import streams
 from river_dhbm import DHBM, DHDA, change, safety
 from river_dhbm._kernels import mixture as mixture_kernels
+from test_test_then_train import _flipping
 
 MODELS = {
     "dhbm": lambda: DHBM(hidden_sizes=(12,), seed=1),
@@ -56,9 +57,19 @@ def test_one_call_answers_what_each_expert_and_the_mixture_answer(name, monkeypa
                                model._proba(X[-5:]), rtol=1e-10, atol=1e-12)
 
 
+def _flipping_rows():
+    """The rows of a concept that flips (`test_test_then_train._flipping`) as River's dicts,
+    unlabeled rows with None."""
+    X, y, labeled = _flipping()
+    return [(dict(enumerate(x.tolist())), label if mark else None)
+            for x, label, mark in zip(X, y, labeled)]
+
+
 @pytest.mark.parametrize("name", ["dhbm", "dhbm-no-twin"])
-def test_learning_every_expert_in_one_call_is_learning_them_one_by_one(name, monkeypatch):
-    rows = _rows(2000)
+@pytest.mark.parametrize("stream", ["led", "flipping"])
+def test_learning_every_expert_in_one_call_is_learning_them_one_by_one(name, stream,
+                                                                       monkeypatch):
+    rows = _rows(2000) if stream == "led" else _flipping_rows()
     fused = _learnt(name, rows)
     monkeypatch.setattr(DHBM, "_learn_buffer", None)  # the expert-by-expert path
     reference = _learnt(name, rows)
@@ -67,9 +78,12 @@ def test_learning_every_expert_in_one_call_is_learning_them_one_by_one(name, mon
             np.testing.assert_array_equal(a._theta, b._theta)
             np.testing.assert_array_equal(a._memory.X, b._memory.X)
             assert (a.n_updates, a.n_labeled_seen) == (b.n_updates, b.n_labeled_seen)
+            assert a.drift_rows == b.drift_rows
     np.testing.assert_array_equal(fused._linear.W, reference._linear.W)
     np.testing.assert_allclose(fused._mixture.weights, reference._mixture.weights, rtol=1e-12)
-    assert fused.n_updates == 100
+    assert fused.n_updates == len(rows) // 20
+    if stream == "flipping":  # the control: the change restarted the model on both paths
+        assert fused.drift_rows and fused._labels_before_change > 0
 
 
 def test_a_pickle_holds_the_shared_label_memory_once():

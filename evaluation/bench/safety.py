@@ -14,7 +14,9 @@ River's learners and loop, measured in one run.
 - the array path: `evaluation.prequential` over MOA's LED (10 % labels), every model's
   defaults against `safe_unlabeled=False`, the DHBM's against its defaults with
   `drift_detector=river.drift.NoDrift()` (what watching for a change costs), and
-  `DHBM.paper(24)`, which has no experts.
+  `DHBM.paper(24)`, which has no experts;
+- where River's loop spends a row of `DHBM()` and of `DHBM(safe_unlabeled=False)`: its
+  kernels' time, one more run each (`profile`).
 
 Rates come from the process CPU time, the median of the repeats; every repeat runs every entry
 once, in rotating order, after an untimed warm-up of each (compilation, caches).
@@ -133,7 +135,52 @@ def bench_safety(loop_rows: int = 20_000, array_rows: int = 100_000, repeats: in
     rates = {"loop": {}, "array": {}}
     for (path, label), times in seconds.items():
         rates[path][label] = run[path][1] / statistics.median(times)
-    return {**rates, "loop_rows": loop_rows, "array_rows": array_rows, "repeats": repeats}
+    return {**rates, "profile": profile(loop_rows), "loop_rows": loop_rows,
+            "array_rows": array_rows, "repeats": repeats}
+
+
+#: The entries whose time in River's loop `profile` splits.
+PROFILED = ("DHBM()", "DHBM(safe_unlabeled=False)")
+
+
+def profile(rows: int) -> dict:
+    """Where River's loop spends a row of `PROFILED`, in microseconds of wall time, from one
+    more run of each: the one-row kernel of every expert's prediction and their mixture
+    (`hybrid_experts_row`), the kernel of every expert's update (`dhbm_experts_run`), and the
+    rest (River's loop and scaler, the dict at the door, the Python around the kernels)."""
+    from river_dhbm._kernels import dhbm_experts
+    from river_dhbm._kernels import mixture as mixture_kernels
+
+    out = {}
+    for label in PROFILED:
+        spent = {"predict": 0.0, "update": 0.0}
+        kernels = [(mixture_kernels, "hybrid_experts_row", "predict"),
+                   (dhbm_experts, "dhbm_experts_run", "update")]
+        originals = [getattr(module, name) for module, name, _ in kernels]
+
+        def timed(kernel, part):
+            def call(*args):
+                start = time.perf_counter()
+                try:
+                    return kernel(*args)
+                finally:
+                    spent[part] += time.perf_counter() - start
+            return call
+
+        for (module, name, part), kernel in zip(kernels, originals):
+            setattr(module, name, timed(kernel, part))
+        try:
+            start = time.perf_counter()
+            _loop_run(label, rows)
+            total = time.perf_counter() - start
+        finally:
+            for (module, name, _), kernel in zip(kernels, originals):
+                setattr(module, name, kernel)
+        us = 1e6 / rows
+        out[label] = {"total": total * us, "predict": spent["predict"] * us,
+                      "update": spent["update"] * us,
+                      "rest": (total - spent["predict"] - spent["update"]) * us}
+    return out
 
 
 def _share(rates: dict, label: str) -> float | None:
@@ -156,6 +203,14 @@ def tables(result: dict) -> str:
     for name in OURS:
         ours, alone = array[f"{name}()"], array[f"{name}(safe_unlabeled=False)"]
         lines.append(f"| `{name}()` | {ours:,.0f} | {alone:,.0f} | {ours / alone:.2f} |")
+    lines += ["", "Where River's loop spends a row (microseconds, wall time, one more run each; "
+              "the do-nothing loop's row costs "
+              f"{1e6 / loop[PRIOR]:.1f} of CPU):", "",
+              "| model | all | the experts' one-row predictions (one kernel) | every expert's "
+              "update (one kernel) | the rest |", "|---|---:|---:|---:|---:|"]
+    for label, part in result["profile"].items():
+        lines.append(f"| `{label}` | {part['total']:.1f} | {part['predict']:.1f} | "
+                     f"{part['update']:.1f} | {part['rest']:.1f} |")
     unwatched = array["DHBM(drift_detector=NoDrift())"]
     lines += ["", f"The drift check: `DHBM()` {array['DHBM()']:,.0f} rows/s against "
               f"{unwatched:,.0f} with `drift_detector=NoDrift()`: it costs "

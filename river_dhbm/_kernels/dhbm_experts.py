@@ -18,7 +18,7 @@ from river_dhbm._kernels.replay import NO_PROXY_LABELS
 
 
 @njit(**JIT)
-def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, mix, net_pred,
+def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, mix, hold, net_pred,
                      twin_pred):
     """Test-then-train of a DHBM with experts over whole mini-batches of `X`, `codes` (-1
     unlabeled), in one call; with `mix` False, their updates alone (River's loop has predicted
@@ -36,8 +36,10 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, mix, n
 
     `predicted` receives the mixture's prediction of each row with the weights before its
     block, `net_pred` and `twin_pred` the network's and the twin's (of the labeled rows; -1
-    elsewhere) before their update, for their drift detectors. Returns the mixture's Brier
-    score added, the rows scored and the linear expert's uniforms drawn."""
+    elsewhere) before their update, for their drift detectors. The linear expert does not
+    learn the last `hold` blocks (0 or 1): a restart due after them comes first (the
+    caller's). Returns the mixture's Brier score added, the rows scored and the linear
+    expert's uniforms drawn."""
     net, optimiser, schedule, settings, particles, work, memory, first_pred = network
     theta, off, sizes, hcum, C, kind = net
     mem_X, mem_y, mem_rows, mem_state, _, replay, now, horizon = memory
@@ -59,8 +61,10 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, mix, n
     adam, adam_twin = optimiser[2], twin[1][2]
     used = used_twin = used_lin = scored = 0
     loss = 0.0
-    for b in range(X.shape[0] // n):
+    blocks = X.shape[0] // n
+    for b in range(blocks):
         Xb, cb = X[b * n : (b + 1) * n], codes[b * n : (b + 1) * n]
+        held = b >= blocks - hold
         if mix:  # every expert's prediction before any learns the block
             dhbm_proba(Xb, theta, off, sizes, hcum, C, kind, 1.0, act, Ps[0])
             if has_twin:
@@ -104,7 +108,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, mix, n
                 if cb[r] >= 0:
                     twin_pred[b * n + r] = twin[7][j]
                     j += 1
-        if has_linear:  # after the network: its memory holds the block's labels
+        if has_linear and not held:  # after the network: its memory holds the block's labels
             steps = schedule[4][b]
             drawn = steps * replay if mem_state[0] > 0 else 0
             linear_learn(W, bias, mean, m2, count, Xb, cb, n, mem_X, mem_y, mem_rows, mem_state,
