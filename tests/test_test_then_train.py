@@ -10,8 +10,7 @@ import pytest
 from river import drift
 
 from evaluation import prequential
-from river_dhbm import DHBM, change
-from river_dhbm import fused_run
+from river_dhbm import DHBM, fused_run
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import dhbm_experts
 from streams import LED, LabelMask
