@@ -27,9 +27,9 @@ __all__ = ["CHECK_EVERY", "ChangeWatch", "DDM_THRESHOLD", "DEFAULT_DELTA", "chec
 #: drift detector's 0.001, since an alarm here costs a restart of the learning, not the model.
 DEFAULT_DELTA = 0.01
 
-#: A model restarts its learning at the first multiple of this many updates after an alarm:
-#: the fused runs of mini-batches (one kernel call each) stop there to consult the detector, so
-#: every path restarts at the same update and learns the same model.
+#: A model restarts its learning at the first multiple of this many updates after an alarm, on
+#: every path, so all learn the same model (a fused run of mini-batches in one kernel call that
+#: finds a restart due inside it learns again up to there: `fused_run.SPAN`).
 CHECK_EVERY = 10
 
 

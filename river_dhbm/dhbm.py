@@ -402,8 +402,6 @@ class DHBM(HybridClassifier):
             return super()._test_then_train_run(X, codes)
         return fused_run.test_then_train(self, X, codes)
 
-    _learn_buffer = fused_run.learn_buffer  # with experts, all their updates in one call
-
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]
         if n == 1:  # the kernel of `predict_proba_one`: one row gives one answer on every path

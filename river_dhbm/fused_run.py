@@ -5,8 +5,8 @@ replay's uniforms, so a run of whole mini-batches (`base.HybridClassifier.test_t
 can be predicted and learnt by one call, which replays the label memory and makes proxy labels
 exactly as the per-batch path (`minibatch.learn`, `DHBM._update`) does: `dhbm_test_then_train`
 for the network alone, `dhbm_experts_run` with its twin, its linear expert and their mixture
-(`river_dhbm.safety`, as `minibatch.mixed_flush`), whose updates River's loop makes in one call
-too (`learn_buffer`). The Python work per mini-batch costs as much as a quarter of the update.
+(`river_dhbm.safety`, as `minibatch.mixed_flush`). The Python work per mini-batch costs as much
+as a quarter of the update.
 The drift detectors hear a run's errors after it, and a restart due inside the run (at a
 multiple of `change.CHECK_EVERY` updates, as on the per-batch path) learns it again up to there
 (`SPAN`).
@@ -21,7 +21,7 @@ from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import dhbm_experts
 from river_dhbm.linear_expert import NO_LINEAR, RATE
 
-__all__ = ["applies", "learn_buffer", "test_then_train"]
+__all__ = ["applies", "test_then_train"]
 
 
 def applies(model) -> bool:
@@ -64,22 +64,6 @@ def test_then_train(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
             _restart(model, due, X[stop - bs : stop], codes[stop - bs : stop])
         start = stop
     return predicted
-
-
-def learn_buffer(model) -> bool:
-    """`minibatch.flush`'s update of every expert of a DHBM with experts on its full buffer, in
-    one kernel call where it `applies` (River's loop has predicted and scored its rows one by
-    one); whether it did."""
-    if model._mixture is None or not applies(model):
-        return False
-    codes = model._y_buf
-    first_update = model.n_updates
-    checked = (first_update + 1) % change.CHECK_EVERY == 0  # where a restart may fall due
-    _, by_network, by_twin = _fused(model, model._X_buf, codes, mix=False, hold=checked)
-    heard = _hear(model, by_network, by_twin, codes, first_update)
-    if checked:
-        _restart(model, () if heard is None else heard[1], model._X_buf, codes)
-    return True
 
 
 def _restart(model, due, X: np.ndarray, codes: np.ndarray) -> None:
@@ -152,10 +136,10 @@ class _State:
             g.bit_generator.state = state
 
 
-def _fused(model, X: np.ndarray, codes: np.ndarray, mix: bool = True, hold: bool = False):
-    """Test-then-train (with `mix`; else learn) on whole mini-batches in one kernel call: the
-    predicted classes, the network's and the twin's (of the labeled rows, -1 elsewhere); with
-    `hold`, the linear expert leaves the last mini-batch to the caller (`_restart`)."""
+def _fused(model, X: np.ndarray, codes: np.ndarray, hold: bool = False):
+    """Test-then-train on whole mini-batches in one kernel call: the predicted classes, the
+    network's and the twin's (of the labeled rows, -1 elsewhere); with `hold`, the linear
+    expert leaves the last mini-batch to the caller (`_restart`)."""
     X = X.astype(model._theta.dtype, copy=False)
     labeled = (codes >= 0).reshape(-1, model.batch_size).sum(axis=1)
     network, steps = _learner(model, X, labeled)
@@ -176,8 +160,8 @@ def _fused(model, X: np.ndarray, codes: np.ndarray, mix: bool = True, hold: bool
         by_network, by_twin = np.empty_like(predicted), np.empty_like(predicted)
         loss, scored, drawn = dhbm_experts.dhbm_experts_run(
             X, codes, predicted, network, twin_learner, lin,
-            (mixture.log_prior, mixture.losses, mixture.weights, twin is not None), mix,
-            int(hold), by_network, by_twin)
+            (mixture.log_prior, mixture.losses, mixture.weights, twin is not None), int(hold),
+            by_network, by_twin)
         if linear is not None:
             rng.bit_generator.state = before
             rng.bit_generator.advance(drawn)
@@ -205,7 +189,7 @@ def _learner(model, X: np.ndarray, labeled: np.ndarray) -> tuple:
     memory = scarce_labels.memory_of(model, X.shape[1])
     # each update's steps (the labeled rows seen count its own batch, as `minibatch.learn`
     # does), and the per-batch path's draws, in its order: `replay` uniforms per step
-    if n_batches == 1:  # River's loop: Python's scalars cost less than numpy's calls
+    if n_batches == 1:  # Python's scalars cost less than numpy's calls
         seen = model.n_labeled_seen + int(labeled[0])
         steps = np.array([scarce_labels.steps_at(model, seen)])
         share = np.array([scarce_labels.generative_share(model, seen)])

@@ -87,20 +87,7 @@ def push_one(model, row, y) -> None:
 def flush(model, predict: bool = False) -> np.ndarray | None:
     """One update on the full buffer (`learn`); with `predict`, returns `p(y | x)` of its
     rows before the update. The twin (`safety`) then learns the buffer's labeled rows, and
-    the linear expert the buffer. A model that learns them all in one call (`_learn_buffer`,
-    the DHBM's) does so."""
-    learn_buffer = getattr(model, "_learn_buffer", None)
-    if not predict and learn_buffer is not None and learn_buffer():
-        P = None
-    else:
-        P = _flush_expert_by_expert(model, predict)
-    model._n_buf = 0
-    model._n_buf_labeled = 0
-    model._staged = None
-    return P
-
-
-def _flush_expert_by_expert(model, predict: bool) -> np.ndarray | None:
+    the linear expert the buffer."""
     X, codes = model._X_buf, model._y_buf
     twin, linear = model._twin, model._linear
     if linear is not None:  # copies: an update may change the buffer
@@ -109,6 +96,9 @@ def _flush_expert_by_expert(model, predict: bool) -> np.ndarray | None:
         labeled = codes >= 0
         X_labeled, codes_labeled = X[labeled], codes[labeled]
     P = learn(model, X, codes, model._n_buf_labeled, predict)
+    model._n_buf = 0
+    model._n_buf_labeled = 0
+    model._staged = None
     if twin is not None:  # the ablation's update, without the rows it weighs 0
         learn(twin, X_labeled, codes_labeled, len(codes_labeled))
     if linear is not None:  # after the network's restart, if one was due

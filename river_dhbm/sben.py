@@ -295,8 +295,7 @@ class SBEN(DHBM):
     _predict_update = HybridClassifier._predict_update
     _test_then_train_run = HybridClassifier._test_then_train_run
     _predict_row = HybridClassifier._predict_row
-    _experts_row = None  # its experts answer one call each (`safety`) and learn one by one
-    _learn_buffer = None
+    _experts_row = None  # its experts answer one call each (`safety`)
 
     def _proba(self, X: np.ndarray) -> np.ndarray:
         n, C = X.shape[0], len(self._classes)

@@ -1,6 +1,7 @@
-"""The experts and their mixture computed in one kernel call (`safety.hybrid_experts_row`,
-`fused_run.learn_buffer`) answer what the expert-by-expert Python path answers, to round-off;
-a pickle holds the label memory the network and its twin share once."""
+"""The experts and their mixture of one row computed in one kernel call
+(`safety.hybrid_experts_row`) answer what the expert-by-expert Python path answers, to
+round-off; a pickle holds the label memory the network and its twin share once. (The DHBM's
+run of mini-batches with its experts in one call: `test_test_then_train.py`.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 import streams
 from river_dhbm import DHBM, DHDA, change, safety
 from river_dhbm._kernels import mixture as mixture_kernels
-from test_test_then_train import _flipping
 
 MODELS = {
     "dhbm": lambda: DHBM(hidden_sizes=(12,), seed=1),
@@ -55,35 +55,6 @@ def test_one_call_answers_what_each_expert_and_the_mixture_answer(name, monkeypa
     model._mixture.weights[:] = [1.0] + [0.0] * (len(model._mixture.weights) - 1)
     np.testing.assert_allclose([list(model.predict_proba_one(x).values()) for x, _ in rows[-5:]],
                                model._proba(X[-5:]), rtol=1e-10, atol=1e-12)
-
-
-def _flipping_rows():
-    """The rows of a concept that flips (`test_test_then_train._flipping`) as River's dicts,
-    unlabeled rows with None."""
-    X, y, labeled = _flipping()
-    return [(dict(enumerate(x.tolist())), label if mark else None)
-            for x, label, mark in zip(X, y, labeled)]
-
-
-@pytest.mark.parametrize("name", ["dhbm", "dhbm-no-twin"])
-@pytest.mark.parametrize("stream", ["led", "flipping"])
-def test_learning_every_expert_in_one_call_is_learning_them_one_by_one(name, stream,
-                                                                       monkeypatch):
-    rows = _rows(2000) if stream == "led" else _flipping_rows()
-    fused = _learnt(name, rows)
-    monkeypatch.setattr(DHBM, "_learn_buffer", None)  # the expert-by-expert path
-    reference = _learnt(name, rows)
-    for a, b in [(fused, reference), (fused._twin, reference._twin)]:
-        if a is not None:
-            np.testing.assert_array_equal(a._theta, b._theta)
-            np.testing.assert_array_equal(a._memory.X, b._memory.X)
-            assert (a.n_updates, a.n_labeled_seen) == (b.n_updates, b.n_labeled_seen)
-            assert a.drift_rows == b.drift_rows
-    np.testing.assert_array_equal(fused._linear.W, reference._linear.W)
-    np.testing.assert_allclose(fused._mixture.weights, reference._mixture.weights, rtol=1e-12)
-    assert fused.n_updates == len(rows) // 20
-    if stream == "flipping":  # the control: the change restarted the model on both paths
-        assert fused.drift_rows and fused._labels_before_change > 0
 
 
 def test_a_pickle_holds_the_shared_label_memory_once():

@@ -146,17 +146,20 @@ PROFILED = ("DHBM()", "DHBM(safe_unlabeled=False)")
 def profile(rows: int) -> dict:
     """Where River's loop spends a row of `PROFILED`, in microseconds of wall time, from one
     more run of each: the one-row kernel of every expert's prediction and their mixture
-    (`hybrid_experts_row`), the kernel of every expert's update (`dhbm_experts_run`), and the
-    rest (River's loop and scaler, the dict at the door, the Python around the kernels)."""
-    from river_dhbm._kernels import dhbm_experts
+    (`hybrid_experts_row`), the kernels of every expert's update (the network's and its
+    twin's `dhbm_update`, the linear expert's `linear_learn`), and the rest (River's loop and
+    scaler, the dict at the door, the Python around the kernels)."""
+    from river_dhbm import linear_expert
+    from river_dhbm._kernels import dhbm as dhbm_kernels
     from river_dhbm._kernels import mixture as mixture_kernels
 
     out = {}
     for label in PROFILED:
         spent = {"predict": 0.0, "update": 0.0}
-        kernels = [(mixture_kernels, "hybrid_experts_row", "predict"),
-                   (dhbm_experts, "dhbm_experts_run", "update")]
-        originals = [getattr(module, name) for module, name, _ in kernels]
+        kernels = [(mixture_kernels.__dict__, "hybrid_experts_row", "predict"),
+                   (dhbm_kernels.UPDATE_KERNELS, dhbm_kernels.MF, "update"),
+                   (linear_expert.__dict__, "linear_learn", "update")]
+        originals = [where[key] for where, key, _ in kernels]
 
         def timed(kernel, part):
             def call(*args):
@@ -167,15 +170,15 @@ def profile(rows: int) -> dict:
                     spent[part] += time.perf_counter() - start
             return call
 
-        for (module, name, part), kernel in zip(kernels, originals):
-            setattr(module, name, timed(kernel, part))
+        for (where, key, part), kernel in zip(kernels, originals):
+            where[key] = timed(kernel, part)
         try:
             start = time.perf_counter()
             _loop_run(label, rows)
             total = time.perf_counter() - start
         finally:
-            for (module, name, _), kernel in zip(kernels, originals):
-                setattr(module, name, kernel)
+            for (where, key, _), kernel in zip(kernels, originals):
+                where[key] = kernel
         us = 1e6 / rows
         out[label] = {"total": total * us, "predict": spent["predict"] * us,
                       "update": spent["update"] * us,
@@ -207,7 +210,7 @@ def tables(result: dict) -> str:
               "the do-nothing loop's row costs "
               f"{1e6 / loop[PRIOR]:.1f} of CPU):", "",
               "| model | all | the experts' one-row predictions (one kernel) | every expert's "
-              "update (one kernel) | the rest |", "|---|---:|---:|---:|---:|"]
+              "update (their kernels) | the rest |", "|---|---:|---:|---:|---:|"]
     for label, part in result["profile"].items():
         lines.append(f"| `{label}` | {part['total']:.1f} | {part['predict']:.1f} | "
                      f"{part['update']:.1f} | {part['rest']:.1f} |")

@@ -313,13 +313,12 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
     ya = np.empty(n + most, dtype=np.int64)
     used = 0  # uniforms drawn so far
     for b in range(X.shape[0] // n):
-        rows = slice(b * n, (b + 1) * n)
         for r in range(b * n, (b + 1) * n):
             if codes[r] >= 0:
                 labeled_seen += 1
         gate = confidence if labeled_seen >= warm_up else NO_PROXY_LABELS
-        used = learn_block(X[rows], codes[rows], n, b, now + b * n, gate, adam, used, learner,
-                           Xa, ya)
+        used = learn_block(borrow(X, b * n * D, (n, D)), borrow(codes, b * n, (n,)), n, b,
+                           now + b * n, gate, adam, used, learner, Xa, ya)
         adam += steps[b]
         for r in range(n):
             predicted[b * n + r] = first_pred[r]

@@ -13,16 +13,15 @@ from river_dhbm._kernels.build import INNER, JIT
 from river_dhbm._kernels.dhbm import dhbm_proba, learn_block
 from river_dhbm._kernels.linear import linear_learn, linear_proba
 from river_dhbm._kernels.mixture import mix_row, score_row
-from river_dhbm._kernels.network import first_largest
+from river_dhbm._kernels.network import borrow, first_largest
 from river_dhbm._kernels.replay import NO_PROXY_LABELS
 
 
 @njit(**JIT)
-def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, mix, hold, net_pred,
+def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, net_pred,
                      twin_pred):
     """Test-then-train of a DHBM with experts over whole mini-batches of `X`, `codes` (-1
-    unlabeled), in one call; with `mix` False, their updates alone (River's loop has predicted
-    and scored the rows one by one).
+    unlabeled), in one call.
 
     - `network`, `twin`: each DHBM's `dhbm_test_then_train` arguments `(net, optimiser,
       schedule, settings, particles, work, memory, first_pred)`, block `b` of the twin being
@@ -63,26 +62,27 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, mix, h
     loss = 0.0
     blocks = X.shape[0] // n
     for b in range(blocks):
-        Xb, cb = X[b * n : (b + 1) * n], codes[b * n : (b + 1) * n]
+        # borrowed views, as the twin's block and `dhbm_test_then_train`'s: one compilation
+        Xb, cb = borrow(X, b * n * D, (n, D)), borrow(codes, b * n, (n,))
         held = b >= blocks - hold
-        if mix:  # every expert's prediction before any learns the block
-            dhbm_proba(Xb, theta, off, sizes, hcum, C, kind, 1.0, act, Ps[0])
-            if has_twin:
-                dhbm_proba(Xb, twin[0][0], off, sizes, hcum, C, kind, 1.0, act, Ps[1])
-            if has_linear:
-                linear_proba(W, bias, mean, m2, count, Xb, Ps[E - 1])
-            for r in range(n):
+        # every expert's prediction before any learns the block
+        dhbm_proba(Xb, theta, off, sizes, hcum, C, kind, 1.0, act, Ps[0])
+        if has_twin:
+            dhbm_proba(Xb, twin[0][0], off, sizes, hcum, C, kind, 1.0, act, Ps[1])
+        if has_linear:
+            linear_proba(W, bias, mean, m2, count, Xb, Ps[E - 1])
+        for r in range(n):
+            _row_of(Ps, r, Pr)
+            if weights[0] == 1.0:
+                predicted[b * n + r] = first_largest(Pr[0])
+            else:
+                mix_row(Pr, weights, out)
+                predicted[b * n + r] = first_largest(out)
+        for r in range(n):
+            if cb[r] >= 0:
                 _row_of(Ps, r, Pr)
-                if weights[0] == 1.0:
-                    predicted[b * n + r] = first_largest(Pr[0])
-                else:
-                    mix_row(Pr, weights, out)
-                    predicted[b * n + r] = first_largest(out)
-            for r in range(n):
-                if cb[r] >= 0:
-                    _row_of(Ps, r, Pr)
-                    loss += score_row(Pr, cb[r], log_prior, losses, weights, out)
-                    scored += 1
+                loss += score_row(Pr, cb[r], log_prior, losses, weights, out)
+                scored += 1
         k = 0  # the block's labeled rows, the twin's block
         for r in range(n):
             if cb[r] >= 0:
