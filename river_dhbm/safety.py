@@ -240,10 +240,9 @@ def add_class(model) -> None:
         model._linear.add_class()
 
 
-def expert_proba(model, X: np.ndarray, network: bool = True) -> list:
-    """Each expert's `p(y | x)` of the validated rows `X`, network first (left out when not
-    `network`)."""
-    Ps = [model._proba(X)] if network else []
+def expert_proba(model, X: np.ndarray) -> list:
+    """Each expert's `p(y | x)` of the validated rows `X`, network first."""
+    Ps = [model._proba(X)]
     if model._twin is not None:
         Ps.append(model._twin._proba(X))
     if model._linear is not None:

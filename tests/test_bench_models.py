@@ -167,7 +167,7 @@ def test_cli_default_target_is_models(tmp_path, capsys):
     code = cli.main([
         "bench", "--instances", "100", "--repeats", "1", "--models", "pl-mlp,logreg,nochange",
         "--streams", "waveform", "--settings", "default", "--no-startup", "--no-split",
-        "--quiet", "--out", str(out),
+        "--no-safety", "--quiet", "--out", str(out),
     ])
     assert code == 0
     text = out.read_text()
@@ -204,3 +204,18 @@ def test_cli_streams_target_writes_its_report_beside_a_settings_record(tmp_path,
     assert record["behaviour"] == behaviour_hash()
     assert cli.main(["bench", "streams", "many"]) == 2
     assert "Invalid instances" in capsys.readouterr().err
+
+
+def test_cli_safety_target_sets_the_defaults_against_their_ablation(tmp_path, capsys):
+    out = tmp_path / "safety" / "report.md"
+    assert cli.main(["bench", "safety", "--instances", "100", "--repeats", "1", "--quiet",
+                     "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# Safety at speed") and text.strip() in capsys.readouterr().out
+    for line in ("| `DHBM()` |", "| `River OvR LogisticRegression` | ", "| `HSDA()` |",
+                 "- array path: the drift check at most 5%", "Where River's loop spends a row"):
+        assert line in text
+    record = json.loads((out.parent / "settings.json").read_text())
+    assert "bench safety --instances 100" in record["command"]
+    assert cli.main(["bench", "safety", "--instances", "0", "--quiet"]) == 2
+    assert "Invalid loop_rows" in capsys.readouterr().err

@@ -112,8 +112,9 @@ def _array_run(label: str, n: int) -> float:
 
 def bench_safety(loop_rows: int = 20_000, array_rows: int = 100_000, repeats: int = 3,
                  progress=None) -> dict:
-    """Time every entry of both tables: `{"loop": {label: rows/s}, "array": {label: rows/s},
-    "loop_rows", "array_rows", "repeats"}` (each rate from the median CPU time)."""
+    """Time every entry of both tables and `profile` River's loop: `{"loop": {label: rows/s},
+    "array": {label: rows/s}, "profile", "loop_rows", "array_rows", "repeats"}` (each rate
+    from the median CPU time)."""
     for name, value in (("loop_rows", loop_rows), ("array_rows", array_rows),
                         ("repeats", repeats)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -263,11 +264,13 @@ def measure(args) -> dict:
     """`bench_safety` with the bench parser's flags: `--instances` (rows of both paths;
     default 20,000 in River's loop and 100,000 on the array path, a quarter and a fifth with
     `--quick`), `--repeats` (default 3, 1 with `--quick`), `--quiet`."""
-    rows = args.instances
+    def given(value, default, quick):
+        return value if value is not None else (quick if args.quick else default)
+
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    return bench_safety(loop_rows=rows or (5000 if args.quick else 20_000),
-                        array_rows=rows or (20_000 if args.quick else 100_000),
-                        repeats=args.repeats or (1 if args.quick else 3), progress=progress)
+    return bench_safety(loop_rows=given(args.instances, 20_000, 5000),
+                        array_rows=given(args.instances, 100_000, 20_000),
+                        repeats=given(args.repeats, 3, 1), progress=progress)
 
 
 def run(args, command: str | None = None) -> int:

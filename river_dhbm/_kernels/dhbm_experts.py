@@ -25,8 +25,8 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
 
     - `network`, `twin`: each DHBM's `dhbm_test_then_train` arguments `(net, optimiser,
       schedule, settings, particles, work, memory, first_pred)`, block `b` of the twin being
-      the labeled rows of block `b`; a model without a twin passes `network` twice and an
-      empty `mixture[0]` row for it (`has_twin` below);
+      the labeled rows of block `b`; a model without a twin passes `network` twice, and
+      `has_twin` False;
     - `linear = (W, b, mean, m2, count, uniforms, rate, present)`: the linear expert, which
       learns each block after the network, `steps` gradient steps of its own, each with
       `replay` rows of the network's memory while that holds any (the next of `uniforms`);
@@ -62,7 +62,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
     loss = 0.0
     blocks = X.shape[0] // n
     for b in range(blocks):
-        # borrowed views, as the twin's block and `dhbm_test_then_train`'s: one compilation
+        # borrowed views, as every block `learn_block` learns: it compiles once for all
         Xb, cb = borrow(X, b * n * D, (n, D)), borrow(codes, b * n, (n,))
         held = b >= blocks - hold
         # every expert's prediction before any learns the block
@@ -99,8 +99,8 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
         if has_twin:
             seen_twin += k
             gate = twin[3][2] if seen_twin >= twin[3][4] else NO_PROXY_LABELS
-            used_twin = learn_block(Xl, cl, k, b, now + b * n, gate, adam_twin, used_twin, twin,
-                                    Xa, ya)
+            used_twin = learn_block(borrow(Xl, 0, (k, D)), borrow(cl, 0, (k,)), k, b,
+                                    now + b * n, gate, adam_twin, used_twin, twin, Xa, ya)
             adam_twin += twin[2][4][b]
             j = 0
             for r in range(n):
