@@ -425,12 +425,11 @@ class HybridClassifier(base.MiniBatchClassifier):
         (`minibatch.batch_by_batch`); models may override it with a single kernel call."""
         return minibatch.batch_by_batch(self, X, codes)
 
-    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """`_proba(X)`, then `_update(X, y, P)` with that prediction `P`, which the confident
-        proxy labels use. Models whose update takes no `P` (their labels for unlabeled rows
-        come from the kernel) override it, as do those whose update starts with the
-        prediction's own pass, to compute that pass once."""
-        P = self._proba(X)
+    def _predict_update(self, X: np.ndarray, y: np.ndarray, P=None) -> np.ndarray:
+        """`_proba(X)` (or `P`, when the caller has it), then `_update(X, y, P)` with that
+        prediction, which the confident proxy labels use. Models whose update takes no `P`
+        override it, as do those whose update starts with the prediction's own pass."""
+        P = self._proba(X) if P is None else P
         self._update(X, y, P)
         return P
 

@@ -384,12 +384,12 @@ class DHBM(HybridClassifier):
 
     # ------------------------------------------------------------------ predictions
 
-    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def _predict_update(self, X: np.ndarray, y: np.ndarray, P=None) -> np.ndarray:
         # Without dropout the update's first step, the recognition pass and `p(y | v)` into the
         # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
-        if (self.dropout > 0 or not self._classes
+        if (P is not None or self.dropout > 0 or not self._classes
                 or scarce_labels.steps_at(self, self.n_labeled_seen) > 1):
-            P = self._proba(X)  # the update makes its proxy labels itself: it takes no `P`
+            P = self._proba(X) if P is None else P  # the update makes its proxy labels itself
             self._update(X, y)
             return P
         self._update(X, y)

@@ -6,10 +6,9 @@ can be predicted and learnt by one call, which replays the label memory and make
 exactly as the per-batch path (`minibatch.learn`, `DHBM._update`) does: `dhbm_test_then_train`
 for the network alone, `dhbm_experts_run` with its twin, its linear expert and their mixture
 (`river_dhbm.safety`, as `minibatch.mixed_flush`). The Python work per mini-batch costs as much
-as a quarter of the update.
-The drift detectors hear a run's errors after it, and a restart due inside the run (at a
-multiple of `change.CHECK_EVERY` updates, as on the per-batch path) learns it again up to there
-(`SPAN`).
+as a quarter of the update. The drift detectors hear a run's errors after it, and a restart due
+inside the run (at a multiple of `change.CHECK_EVERY` updates, as on the per-batch path) learns
+it again up to there (`SPAN`).
 """
 
 from __future__ import annotations
@@ -150,7 +149,8 @@ def _fused(model, X: np.ndarray, codes: np.ndarray, hold: bool = False):
         by_network = by_twin = predicted
     else:
         twin, linear = model._twin, model._linear
-        twin_learner = network if twin is None else _learner(twin, X, labeled)[0]
+        twin_learner, twin_steps = (network, None) if twin is None else _learner(twin, X,
+                                                                                 labeled)
         if linear is None:
             lin = (*NO_LINEAR, np.zeros(0), RATE, False)
         else:  # the uniforms it may draw; those it did not use go back (`advance`)
@@ -168,7 +168,7 @@ def _fused(model, X: np.ndarray, codes: np.ndarray, hold: bool = False):
         mixture.loss_mixture += loss
         mixture.n_scored += scored
         if twin is not None:
-            _count(twin, labeled, twin_learner[2][4])
+            _count(twin, labeled, twin_steps)
     _count(model, labeled, steps)
     return predicted, by_network, by_twin
 
@@ -189,14 +189,9 @@ def _learner(model, X: np.ndarray, labeled: np.ndarray) -> tuple:
     memory = scarce_labels.memory_of(model, X.shape[1])
     # each update's steps (the labeled rows seen count its own batch, as `minibatch.learn`
     # does), and the per-batch path's draws, in its order: `replay` uniforms per step
-    if n_batches == 1:  # Python's scalars cost less than numpy's calls
-        seen = model.n_labeled_seen + int(labeled[0])
-        steps = np.array([scarce_labels.steps_at(model, seen)])
-        share = np.array([scarce_labels.generative_share(model, seen)])
-    else:
-        seen = model.n_labeled_seen + np.cumsum(labeled)
-        steps = scarce_labels.steps_at(model, seen)
-        share = scarce_labels.generative_share(model, seen)  # as `term_weights` does
+    seen = model.n_labeled_seen + np.cumsum(labeled)
+    steps = scarce_labels.steps_at(model, seen)
+    share = scarce_labels.generative_share(model, seen)  # as `term_weights` does
     uniforms = model._rng.random(int(steps.sum()) * model.replay)
     schedule = (model._step_size() * scarce_labels.share_step_scale(share),
                 float(model.alpha) * share, betas * share,

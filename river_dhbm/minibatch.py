@@ -84,10 +84,10 @@ def push_one(model, row, y) -> None:
         flush(model)
 
 
-def flush(model, predict: bool = False) -> np.ndarray | None:
+def flush(model, predict: bool = False, P: np.ndarray | None = None) -> np.ndarray | None:
     """One update on the full buffer (`learn`); with `predict`, returns `p(y | x)` of its
-    rows before the update. The twin (`safety`) then learns the buffer's labeled rows, and
-    the linear expert the buffer."""
+    rows before the update (`P`, when the caller has it). The twin (`safety`) then learns the
+    buffer's labeled rows, and the linear expert the buffer."""
     X, codes = model._X_buf, model._y_buf
     twin, linear = model._twin, model._linear
     if linear is not None:  # copies: an update may change the buffer
@@ -95,7 +95,7 @@ def flush(model, predict: bool = False) -> np.ndarray | None:
     if twin is not None:
         labeled = codes >= 0
         X_labeled, codes_labeled = X[labeled], codes[labeled]
-    P = learn(model, X, codes, model._n_buf_labeled, predict)
+    P = learn(model, X, codes, model._n_buf_labeled, predict, P)
     model._n_buf = 0
     model._n_buf_labeled = 0
     model._staged = None
@@ -106,15 +106,18 @@ def flush(model, predict: bool = False) -> np.ndarray | None:
     return P
 
 
-def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int,
-          predict: bool = False) -> np.ndarray | None:
+def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int, predict: bool = False,
+          P: np.ndarray | None = None) -> np.ndarray | None:
     """One update of `model` on the mini-batch `X`, `codes` (`n_labeled` labeled rows),
     counted; with `predict`, returns `p(y | x)` of its rows before the update
-    (`_predict_update`). The drift detector gets the labeled rows' errors of that
-    prediction."""
+    (`_predict_update`; `P`, when the caller has it, is not computed again). The drift
+    detector gets the labeled rows' errors of that prediction."""
     watch = model._watch.active and n_labeled > 0
     model.n_labeled_seen += n_labeled
-    P = model._predict_update(X, codes) if predict or watch else model._update(X, codes)
+    if P is not None or predict or watch:
+        P = model._predict_update(X, codes, P)
+    else:
+        P = model._update(X, codes)
     model.n_updates += 1
     if watch:
         model._watch.rose(change.labeled_errors(P, codes), model.n_updates * model.batch_size)
@@ -198,5 +201,5 @@ def mixed_flush(model) -> np.ndarray:
     P = model._mixture.mix(Ps)
     labeled = codes >= 0  # scored before the update, as the rows of `push` and `push_one`
     model._mixture.score([P_e[labeled] for P_e in Ps], codes[labeled])
-    flush(model)
+    flush(model, P=Ps[0])  # the network's prediction: not computed again
     return P

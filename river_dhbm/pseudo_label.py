@@ -305,8 +305,9 @@ class PseudoLabelMLP(HybridClassifier):
         factor = self.UPPER_STEP if self.deep_identity else 1.0
         return float(self.learning_rate) * factor
 
-    def _predict_update(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        P = self._proba(X)  # the kernel makes Lee's pseudo-labels itself: the update takes no `P`
+    def _predict_update(self, X: np.ndarray, y: np.ndarray, P=None) -> np.ndarray:
+        # the kernel makes Lee's pseudo-labels itself: the update takes no `P`
+        P = self._proba(X) if P is None else P
         self._update(X, y)
         return P
 
