@@ -104,7 +104,7 @@ def steps_at(model, n_labeled) -> np.ndarray | int:
         return steps if np.isscalar(n_labeled) else np.full(np.shape(n_labeled), steps)
     n_labeled = labels_since_change(model, n_labeled)
     if np.isscalar(n_labeled):  # Python's scalars: River's loop asks once a mini-batch
-        return min(max(round(steps * warm / max(n_labeled, 1)), 1), steps)
+        return int(min(max(round(steps * warm / max(n_labeled, 1)), 1), steps))
     return np.clip(np.rint(steps * warm / np.maximum(n_labeled, 1)), 1, steps).astype(np.int64)
 
 
@@ -124,7 +124,7 @@ def generative_share(model, n_labeled) -> np.ndarray | float:
         return 1.0 if np.isscalar(n_labeled) else np.ones(np.shape(n_labeled))
     n_labeled = labels_since_change(model, n_labeled)
     if np.isscalar(n_labeled):
-        return min(1.0, warm / max(n_labeled, 1))
+        return float(min(1.0, warm / max(n_labeled, 1)))
     return np.minimum(1.0, warm / np.maximum(n_labeled, 1))
 
 
