@@ -36,18 +36,20 @@ __all__ = ["ARRAY_MODELS", "LOOP_MODELS", "bench_safety", "measure", "report", "
 
 #: Our models, by the name the tables show.
 OURS = ("DHBM", "DHDA", "PseudoLabelMLP", "SBEN", "HSDA")
-#: River's loop: label -> what it builds (`_make`). Ours at their defaults and without the twin.
+#: Ours at their defaults and without the twin: label -> what it builds (`_make`).
+_SAFE_AND_NOT = {f"{name}{args}": (name, kw) for name in OURS
+                 for args, kw in (("()", {}), ("(safe_unlabeled=False)",
+                                               {"safe_unlabeled": False}))}
+#: River's loop: label -> what it builds.
 LOOP_MODELS = {
-    **{f"{name}{args}": (name, kw) for name in OURS
-       for args, kw in (("()", {}), ("(safe_unlabeled=False)", {"safe_unlabeled": False}))},
+    **_SAFE_AND_NOT,
     "River OvR LogisticRegression": ("logreg", {}),
     "River HoeffdingTreeClassifier": ("htree", {}),
     "do-nothing (PriorClassifier)": ("prior", {}),
 }
 #: The array path: label -> what it builds.
 ARRAY_MODELS = {
-    **{f"{name}{args}": (name, kw) for name in OURS
-       for args, kw in (("()", {}), ("(safe_unlabeled=False)", {"safe_unlabeled": False}))},
+    **_SAFE_AND_NOT,
     "DHBM(drift_detector=NoDrift())": ("DHBM", {"drift_detector": "nodrift"}),
     "DHBM.paper(24)": ("DHBM.paper", {}),
 }
