@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what the names are, for readers and type checkers
     from streams.normalise import NormalisationFilter
     from streams.presets import paper_stream
     from streams.rows import FirstRows
+    from streams.seasons import Seasons
     from streams.waveform import Waveform, WaveformDrift
 
 #: Public name -> the module that defines it.
@@ -39,6 +40,7 @@ _HOMES = {
     "LabelMask": "streams.masking",
     "LabeledOnly": "streams.masking",
     "FirstRows": "streams.rows",
+    "Seasons": "streams.seasons",
 }
 
 __all__ = list(_HOMES)

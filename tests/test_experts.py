@@ -11,6 +11,7 @@ from river import linear_model, multiclass, preprocessing
 
 from river_dhbm import DHBM, DHDA, change, safety, scarce_labels
 from river_dhbm.safety import PRIORS, AggregatingMixture, brier
+from river_dhbm._kernels.linear import PRIOR_PRECISION
 
 
 def _proba(rng, n, k, sharpness):
@@ -165,6 +166,16 @@ def test_the_log_loss_gradient_passes_finite_differences():
     W, b, Z = rng.normal(size=(4, 6)), rng.normal(size=4), rng.normal(size=(30, 6))
     codes = rng.integers(0, 4, 30)
     gW, gb = _gradient(W, b, Z, codes)
+    # the kernel's step: this mean gradient plus the prior's `PRIOR_PRECISION / n * W`, the
+    # gradient of `mean log loss + PRIOR_PRECISION / (2 n) |W|^2` over the n rows held
+    n = len(codes)
+    map_loss = lambda W_, b_: (_log_loss(W_, b_, Z, codes)  # noqa: E731
+                               + PRIOR_PRECISION / (2 * n) * float((W_ * W_).sum()))
+    h = 1e-6
+    E = np.zeros_like(W)
+    E[1, 2] = h
+    fd = (map_loss(W + E, b) - map_loss(W - E, b)) / (2 * h)
+    assert fd == pytest.approx(gW[1, 2] + PRIOR_PRECISION / n * W[1, 2], abs=1e-8)
     h = 1e-6
     for k, j in ((0, 0), (2, 5), (3, 1)):
         E = np.zeros_like(W)
@@ -210,7 +221,26 @@ def test_the_kernel_takes_the_numpy_reference_steps():
         rows = np.vstack([batch[codes >= 0], mem_X[picks]])
         targets = np.concatenate([codes[codes >= 0], mem_y[picks]])
         gW, gb = _gradient(W, b, (rows - mean) / sd, targets)
-        W -= linear_expert.RATE * gW
+        # the prior's pull: `PRIOR_PRECISION` over the labeled rows the memory holds
+        W -= linear_expert.RATE * (gW + PRIOR_PRECISION / count * W)
         b -= linear_expert.RATE * gb
     np.testing.assert_allclose(expert.W, W, atol=1e-10)
     np.testing.assert_allclose(expert.b, b, atol=1e-10)
+
+
+def test_predict_experts_one_names_each_experts_own_label():
+    X, y = _hyperplane(400, seed=7)
+    model = DHBM(hidden_sizes=(4,), seed=7)
+    assert model.predict_experts_one({j: 0.0 for j in range(X.shape[1])}) == {}
+    labeled = np.random.default_rng(7).random(len(y)) < 0.5
+    model.learn_arrays(X, y, labeled)
+    x = dict(enumerate(X[3].tolist()))
+    labels = model.predict_experts_one(x)
+    assert list(labels) == list(model.expert_weights)
+    P = safety.expert_proba_row(model, X[3:4])
+    assert labels == {name: model.classes_[int(p.argmax())]
+                      for name, p in zip(model.expert_weights, P)}
+    model.predict_one(x)  # reuses the staged pass: the same answer
+    assert model.predict_experts_one(x) == labels
+    assert DHBM(hidden_sizes=(4,), seed=7, safe_unlabeled=False, linear_expert=False) \
+        .predict_experts_one(x) == {}

@@ -188,3 +188,37 @@ def test_variants_table_gives_what_each_setting_is_worth():
     assert lines[3] == "| `dhbm-mf/labeled-only` | +0.010 (sea +0.005) |"
     assert len(lines) == 4  # River's KNN is nobody's variant
     assert variants_markdown(pd.DataFrame([r for r in rows if r["model"] != "dhbm-mf"])) == ""
+
+
+def test_experts_table_sets_each_model_beside_its_best_expert():
+    import pandas as pd
+
+    from evaluation.experiments.suite_report import experts_markdown
+
+    nan = float("nan")
+    rows = []
+    for seed, (ours, network, twin, linear) in enumerate([(0.70, 0.72, 0.60, 0.50),
+                                                          (0.80, 0.76, 0.79, 0.60)]):
+        rows.append(dict(stream="led", label_ratio=0.01, model="dhbm-mf", seed=seed,
+                         accuracy=ours, expert_network=network, expert_twin=twin,
+                         expert_linear=linear))
+        rows.append(dict(stream="led", label_ratio=0.01, model="KNN", seed=seed, accuracy=0.5,
+                         expert_network=nan, expert_twin=nan, expert_linear=nan))
+    lines = experts_markdown(pd.DataFrame(rows)).splitlines()
+    # the network's mean (0.74) beats the twin's (0.695): 0.75 - 0.74
+    assert lines[2] == "| dhbm-mf | 0.01 | +0.010 (network 0.740) |"
+    assert len(lines) == 3  # River's KNN has no experts
+    assert experts_markdown(pd.DataFrame([r for r in rows if r["model"] == "KNN"])) == ""
+
+
+def test_each_expert_is_scored_beside_the_model(tmp_path):
+    rows = suite.load_stream("sea", seed=1, instances=600)
+    learner, unlabeled = suite.make_learner("dhbm-mf", seed=1)
+    experts: dict = {}
+    accuracy = suite.run_one(rows, learner, unlabeled, 0.1, seed=1, experts=experts)
+    assert set(experts) == {"network", "twin", "linear"}
+    # the same run without the experts' columns: the same model, the same accuracy
+    again, _ = suite.make_learner("dhbm-mf", seed=1)
+    assert suite.run_one(rows, again, unlabeled, 0.1, seed=1) == accuracy
+    # each expert is scored on its own predictions: they differ from the mixture's
+    assert len({round(v, 6) for v in experts.values()} | {round(accuracy, 6)}) > 1

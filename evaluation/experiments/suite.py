@@ -54,7 +54,14 @@ from ..runs.arguments import floats, names, positive_int
 from ..runs.files import atomic_write_all, check_writable, result_jobs
 from ..runs.warmup import announce
 from ..runs.workers import counting, process_pool
-from .suite_report import mean_and_error, plot, table_markdown, variants_markdown, worth_markdown
+from .suite_report import (
+    experts_markdown,
+    mean_and_error,
+    plot,
+    table_markdown,
+    variants_markdown,
+    worth_markdown,
+)
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
            "mean_and_error", "run", "run_one"]
@@ -66,6 +73,9 @@ STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
 PLANTED = ("clusters", "clusters-across")
 
 #: River's peers, which learn the labeled rows only (their pipelines: `make_learner`).
+#: Our models' experts, in the mixture's order: each one's accuracy is a column of the runs.
+EXPERTS = ("network", "twin", "linear")
+
 PEERS = ("LogisticRegression", "GaussianNB", "BernoulliNB", "HoeffdingTree", "KNN", "ARF")
 
 #: Peers for binary features only: elsewhere their cells are n/a (`skip_reason`).
@@ -262,17 +272,43 @@ def skip_reason(model: str, label_ratio: float, rows: list) -> str:
     return ""
 
 
-def run_one(rows: list, learner, learns_unlabeled: bool, label_ratio: float, seed: int) -> float:
-    """Prequential accuracy over `rows`, each row labeled with probability `label_ratio`."""
+def run_one(rows: list, learner, learns_unlabeled: bool, label_ratio: float, seed: int,
+            experts: dict | None = None) -> float:
+    """Prequential accuracy over `rows`, each row labeled with probability `label_ratio`.
+    With a dict `experts` and one of our models, each expert's accuracy over the same rows
+    goes into it by name (`predict_experts_one`: what each would have scored alone)."""
     labeled = np.random.default_rng([seed, 7919]).random(len(rows)) < label_ratio
+    model, head = _our_model(learner)
     correct = 0
+    hits: dict = {}
     for (x, y), keep in zip(rows, labeled.tolist()):
-        correct += learner.predict_one(x) == y
+        if experts is not None and model is not None:
+            z = x
+            for step in head:
+                z = step.transform_one(z)
+            correct += model.predict_one(z) == y
+            for name, label in model.predict_experts_one(z).items():
+                hits[name] = hits.get(name, 0) + (label == y)
+        else:
+            correct += learner.predict_one(x) == y
         if keep:
             learner.learn_one(x, y)
         elif learns_unlabeled:
             learner.learn_one(x)
+    if experts is not None:
+        experts.update({name: n / len(rows) for name, n in hits.items()})
     return correct / len(rows)
+
+
+def _our_model(learner) -> tuple:
+    """`(model, the pipeline's steps before it)` when `learner` ends in one of our models, else
+    `(None, [])`."""
+    from river_dhbm.base import HybridClassifier
+
+    steps = list(learner.steps.values()) if hasattr(learner, "steps") else [learner]
+    if isinstance(steps[-1], HybridClassifier):
+        return steps[-1], steps[:-1]
+    return None, []
 
 
 def _task(args):
@@ -281,10 +317,13 @@ def _task(args):
     out = dict(stream=stream, label_ratio=ratio, model=model, seed=seed, instances=len(rows),
                accuracy=float("nan"), skipped=skip_reason(model, ratio, rows),
                unlabeled_trust=float("nan"))
+    out.update({f"expert_{name}": float("nan") for name in EXPERTS})
     if not out["skipped"]:
         learner, unlabeled = make_learner(model, seed, rows)
-        out["accuracy"] = run_one(rows, learner, unlabeled, ratio, seed)
+        experts: dict = {}
+        out["accuracy"] = run_one(rows, learner, unlabeled, ratio, seed, experts)
         out["unlabeled_trust"] = _unlabeled_trust(learner)
+        out.update({f"expert_{name}": acc for name, acc in experts.items()})
     return out
 
 
@@ -421,6 +460,12 @@ def _run_and_write(args) -> None:
         table += ("\nWhat unlabeled rows are worth: accuracy minus the labeled-only ablation's, "
                   f"mean (range) over {seeds} seeds, and `unlabeled_trust` at the end.\n\n"
                   + worth)
+    experts = experts_markdown(runs)
+    if experts:
+        table += ("\nEach model beside its own experts: its mean accuracy over the seeds "
+                  "minus its best single expert's (in brackets: that expert and its accuracy; "
+                  "every expert's is in the CSV).\n\n"
+                  + experts)
     variants = variants_markdown(runs)
     if variants:
         table += ("\nWhat each setting is worth: the default's accuracy minus the variant's, "

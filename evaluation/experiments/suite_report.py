@@ -9,7 +9,8 @@ import numpy as np
 
 from ..runs import registry
 
-__all__ = ["mean_and_error", "plot", "table_markdown", "variants_markdown", "worth_markdown"]
+__all__ = ["experts_markdown", "mean_and_error", "plot", "table_markdown", "variants_markdown",
+           "worth_markdown"]
 
 
 def table_markdown(runs) -> str:
@@ -79,6 +80,38 @@ def worth_markdown(runs) -> str:
                 g, t = gain.loc[(s, r)], trust[(s, r)]
                 cells.append(f"{g['mean']:+.3f} ({g['min']:+.3f}, {g['max']:+.3f})"
                              + ("" if np.isnan(t) else f", trust {t:.2f}"))
+            lines.append(f"| {m} | {r:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def experts_markdown(runs) -> str:
+    """Each of our models beside its own experts: the mixture's accuracy (the model's) minus
+    that of its best single expert (the one whose mean over seeds is highest, each expert
+    scored on the same rows), both means over seeds, with that expert and its accuracy in
+    brackets; a row per model and label ratio, a column per stream. Empty when no run has
+    experts."""
+    columns = [c for c in runs.columns if c.startswith("expert_")]
+    runs = runs.dropna(subset=["accuracy"])
+    if not columns or runs[columns].isna().all().all():
+        return ""
+    stream_names = list(dict.fromkeys(runs["stream"]))
+    lines = ["| model | labels | " + " | ".join(stream_names) + " |",
+             "|---|---:|" + "---:|" * len(stream_names)]
+    ours = runs.dropna(subset=columns, how="all")
+    for m in dict.fromkeys(ours["model"]):
+        for r in sorted(set(ours["label_ratio"]), reverse=True):
+            cells = []
+            for s in stream_names:
+                part = ours[(ours["model"] == m) & (ours["label_ratio"] == r)
+                            & (ours["stream"] == s)]
+                experts = part[columns].dropna(axis=1, how="all")
+                if part.empty or experts.empty:
+                    cells.append("")
+                    continue
+                best = experts.mean().idxmax()
+                gap = part["accuracy"].mean() - experts[best].mean()
+                cells.append(f"{gap:+.3f} ({best.removeprefix('expert_')} "
+                             f"{experts[best].mean():.3f})")
             lines.append(f"| {m} | {r:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -16,6 +16,14 @@ from numba import njit
 from river_dhbm._kernels.build import INNER, JIT
 from river_dhbm._kernels.replay import memory_replay
 
+#: Precision of the Gaussian prior on each weight of a standardized feature (not the biases):
+#: the objective is the log loss summed over the labeled rows the expert can replay plus
+#: `PRIOR_PRECISION / 2 * |W|^2`, scikit-learn's `LogisticRegression(C=1)`. A step's mean
+#: gradient over its rows gets `PRIOR_PRECISION / rows held * W`: with a few hundred noisy
+#: labels the weights stay near zero unless the labels agree, and the prediction near the
+#: labels' class frequencies.
+PRIOR_PRECISION = 1.0
+
 
 @njit(**JIT, **INNER)
 def _softmax_row(W, b, mean, scale, x, z, p):
@@ -101,7 +109,8 @@ def linear_learn(W, b, mean, m2, count, X, codes, n, mem_X, mem_y, mem_rows, mem
         if learnt == 0:
             return
         step = rate / learnt
+        decay = 1.0 - rate * PRIOR_PRECISION / max(mem_state[0], learnt)
         for k in range(K):
             b[k] -= step * grad_b[k]
             for j in range(d):
-                W[k, j] -= step * grad_W[k, j]
+                W[k, j] = decay * W[k, j] - step * grad_W[k, j]
