@@ -58,6 +58,7 @@ from .suite_report import (
     experts_markdown,
     mean_and_error,
     plot,
+    quarters_markdown,
     table_markdown,
     variants_markdown,
     worth_markdown,
@@ -72,11 +73,15 @@ STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
 #: Streams built to test the cluster assumption (`experiments.clusters`), by name only.
 PLANTED = ("clusters", "clusters-across")
 
+#: A stream that drifts as real data do, by name only (`streams.Seasons`): where the prior moves
+#: and the features have long tails (with `--quarters`, its quarters beside River's prior).
+REALISTIC = ("seasons",)
+
 #: River's peers, which learn the labeled rows only (their pipelines: `make_learner`).
 #: Our models' experts, in the mixture's order: each one's accuracy is a column of the runs.
 EXPERTS = ("network", "twin", "linear")
 
-PEERS = ("LogisticRegression", "GaussianNB", "BernoulliNB", "HoeffdingTree", "KNN", "ARF")
+PEERS = ("LogisticRegression", "GaussianNB", "BernoulliNB", "HoeffdingTree", "KNN", "ARF", "Prior")
 
 #: Peers for binary features only: elsewhere their cells are n/a (`skip_reason`).
 BINARY_PEERS = ("BernoulliNB",)
@@ -145,6 +150,8 @@ def _rows(name, seed, instances, mnist):
         return datasets.Bananas()
     if name == "sea":
         return datasets.synth.SEA(seed=seed, noise=0.1).take(instances)
+    if name == "seasons":
+        return itertools.islice(streams.Seasons(seed=seed), instances)
     if name in PLANTED:
         from .clusters import clusters
 
@@ -182,7 +189,16 @@ def make_learner(name: str, seed: int, rows: list | None = None):
     (`registry.MODELS`, `/labeled-only` for the ablation, `key=value` settings after a colon,
     `;` between them: `dhbm-mf:steps=1;activation=sigmoid`) behind a `MinMaxScaler`. Returns
     `(learner, learns_unlabeled)`."""
-    from river import forest, linear_model, multiclass, naive_bayes, neighbors, preprocessing, tree
+    from river import (
+        dummy,
+        forest,
+        linear_model,
+        multiclass,
+        naive_bayes,
+        neighbors,
+        preprocessing,
+        tree,
+    )
 
     if name.startswith(registry.MOA_PREFIX):
         if rows is None:
@@ -198,6 +214,7 @@ def make_learner(name: str, seed: int, rows: list | None = None):
             "HoeffdingTree": tree.HoeffdingTreeClassifier,
             "KNN": lambda: preprocessing.StandardScaler() | neighbors.KNNClassifier(),
             "ARF": lambda: forest.ARFClassifier(seed=seed),
+            "Prior": dummy.PriorClassifier,  # the labeled rows' most frequent class
         }[name](), False
     base_name, _, settings = name.partition(":")
     params = {}
@@ -273,31 +290,34 @@ def skip_reason(model: str, label_ratio: float, rows: list) -> str:
 
 
 def run_one(rows: list, learner, learns_unlabeled: bool, label_ratio: float, seed: int,
-            experts: dict | None = None) -> float:
+            experts: dict | None = None, quarters: list | None = None) -> float:
     """Prequential accuracy over `rows`, each row labeled with probability `label_ratio`.
     With a dict `experts` and one of our models, each expert's accuracy over the same rows
-    goes into it by name (`predict_experts_one`: what each would have scored alone)."""
+    goes into it by name (`predict_experts_one`: what each would have scored alone); with a
+    list `quarters`, the accuracy over each quarter of the rows is appended to it."""
     labeled = np.random.default_rng([seed, 7919]).random(len(rows)) < label_ratio
     model, head = _our_model(learner)
-    correct = 0
+    right = np.zeros(len(rows), dtype=bool)
     hits: dict = {}
-    for (x, y), keep in zip(rows, labeled.tolist()):
+    for i, ((x, y), keep) in enumerate(zip(rows, labeled.tolist())):
         if experts is not None and model is not None:
             z = x
             for step in head:
                 z = step.transform_one(z)
-            correct += model.predict_one(z) == y
+            right[i] = model.predict_one(z) == y
             for name, label in model.predict_experts_one(z).items():
                 hits[name] = hits.get(name, 0) + (label == y)
         else:
-            correct += learner.predict_one(x) == y
+            right[i] = learner.predict_one(x) == y
         if keep:
             learner.learn_one(x, y)
         elif learns_unlabeled:
             learner.learn_one(x)
     if experts is not None:
         experts.update({name: n / len(rows) for name, n in hits.items()})
-    return correct / len(rows)
+    if quarters is not None:
+        quarters.extend(float(part.mean()) for part in np.array_split(right, 4))
+    return float(right.mean())
 
 
 def _our_model(learner) -> tuple:
@@ -318,12 +338,15 @@ def _task(args):
                accuracy=float("nan"), skipped=skip_reason(model, ratio, rows),
                unlabeled_trust=float("nan"))
     out.update({f"expert_{name}": float("nan") for name in EXPERTS})
+    out.update({f"quarter_{q}": float("nan") for q in range(1, 5)})
     if not out["skipped"]:
         learner, unlabeled = make_learner(model, seed, rows)
         experts: dict = {}
-        out["accuracy"] = run_one(rows, learner, unlabeled, ratio, seed, experts)
+        quarters: list = []
+        out["accuracy"] = run_one(rows, learner, unlabeled, ratio, seed, experts, quarters)
         out["unlabeled_trust"] = _unlabeled_trust(learner)
         out.update({f"expert_{name}": acc for name, acc in experts.items()})
+        out.update({f"quarter_{q}": acc for q, acc in enumerate(quarters, 1)})
     return out
 
 
@@ -408,6 +431,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "labels 100 %%, 10 %% and 1 %%, the hybrids, their ablations and three "
                    "of River's peers (about 30 s with --jobs 2; about 70 s the first time, "
                    "compiling the kernels)")
+    p.add_argument("--quarters", action="store_true",
+                   help="also print each stream's accuracy over each quarter of its rows (the "
+                   "CSV has them always)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -444,9 +470,10 @@ def check(args) -> None:
     for s in streams:
         if s == "mnist" and not args.mnist:
             raise ValueError("The mnist stream needs --mnist DIR (MNIST's IDX files)")
-        if s not in STREAMS + PLANTED and not s.startswith(registry.RIVER_PREFIX):
+        if s not in STREAMS + PLANTED + REALISTIC and not s.startswith(registry.RIVER_PREFIX):
             raise ValueError(f"Unknown stream {s!r}. Choose from "
-                             f"{', '.join(STREAMS + PLANTED)} or river:<module>.<Dataset>")
+                             f"{', '.join(STREAMS + PLANTED + REALISTIC)} or "
+                             "river:<module>.<Dataset>")
 
 
 def _run_and_write(args) -> None:
@@ -466,6 +493,9 @@ def _run_and_write(args) -> None:
                   "minus its best single expert's (in brackets: that expert and its accuracy; "
                   "every expert's is in the CSV).\n\n"
                   + experts)
+    if args.quarters:
+        table += ("\nAccuracy over each quarter of the rows, mean over the seeds.\n\n"
+                  + quarters_markdown(runs))
     variants = variants_markdown(runs)
     if variants:
         table += ("\nWhat each setting is worth: the default's accuracy minus the variant's, "

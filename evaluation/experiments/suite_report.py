@@ -9,8 +9,8 @@ import numpy as np
 
 from ..runs import registry
 
-__all__ = ["experts_markdown", "mean_and_error", "plot", "table_markdown", "variants_markdown",
-           "worth_markdown"]
+__all__ = ["experts_markdown", "mean_and_error", "plot", "quarters_markdown", "table_markdown",
+           "variants_markdown", "worth_markdown"]
 
 
 def table_markdown(runs) -> str:
@@ -114,6 +114,30 @@ def experts_markdown(runs) -> str:
                              f"{experts[best].mean():.3f})")
             lines.append(f"| {m} | {r:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def quarters_markdown(runs) -> str:
+    """The accuracy over each quarter of the stream, mean over seeds, with the whole stream's:
+    a table per stream, a row per model and label ratio (a stream's first rows, its end, and
+    where a model falls below River's `Prior`, the labeled rows' most frequent class)."""
+    columns = [f"quarter_{q}" for q in range(1, 5)]
+    runs = runs.dropna(subset=["accuracy"])
+    if not set(columns) <= set(runs.columns):
+        return ""
+    parts = []
+    for s in dict.fromkeys(runs["stream"]):
+        lines = [f"**{s}**", "", "| model | labels | whole | 1st | 2nd | 3rd | 4th |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]
+        part = runs[runs["stream"] == s]
+        for r in sorted(set(part["label_ratio"]), reverse=True):
+            for m in dict.fromkeys(part["model"]):
+                cell = part[(part["model"] == m) & (part["label_ratio"] == r)]
+                if cell.empty:
+                    continue
+                values = [cell["accuracy"].mean(), *cell[columns].mean()]
+                lines.append(f"| {m} | {r:g} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
 
 
 def _ablation_of(name: str) -> str:
