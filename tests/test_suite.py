@@ -222,3 +222,25 @@ def test_each_expert_is_scored_beside_the_model(tmp_path):
     assert suite.run_one(rows, again, unlabeled, 0.1, seed=1) == accuracy
     # each expert is scored on its own predictions: they differ from the mixture's
     assert len({round(v, 6) for v in experts.values()} | {round(accuracy, 6)}) > 1
+
+
+def test_river_datasets_take_settings_in_brackets():
+    from river.datasets import synth
+
+    rows = suite.load_stream("river:datasets.synth.SEA(variant=2;noise=0.05)", seed=4,
+                             instances=50)
+    assert rows == list(synth.SEA(variant=2, noise=0.05, seed=4).take(50))
+    assert rows != list(synth.SEA(seed=4).take(50))
+    with pytest.raises(ValueError, match="no setting 'colour'"):
+        suite.load_stream("river:datasets.synth.SEA(colour=2)", seed=4, instances=5)
+
+
+def test_quarters_table_and_the_prior_peer(tmp_path, capsys):
+    assert main(["suite", "--streams", "seasons", "--label-ratios", "0.1", "--seeds", "1",
+                 "--instances", "400", "--models", "Prior,GaussianNB", "--quarters",
+                 "--quiet", "--out", str(tmp_path)]) == 0
+    runs = pd.read_csv(tmp_path / "suite.csv")
+    quarters = runs[[f"quarter_{q}" for q in range(1, 5)]].to_numpy()
+    assert (quarters.mean(axis=1) == pytest.approx(runs["accuracy"].to_numpy()))  # 100 rows each
+    out = capsys.readouterr().out
+    assert "**seasons**" in out and "| Prior | 0.1 |" in out

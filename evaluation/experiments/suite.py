@@ -33,7 +33,8 @@ Streams: `led` and `waveform` (MOA's stationary generators), `digits` (scikit-le
 digits, shuffled by the seed), `mnist` (the user's IDX directory, `--mnist DIR`; the first
 `--instances` of the shuffled training images), `phishing`, `bananas` and `sea` (River's
 `Phishing`, `Bananas` and `synth.SEA(noise=0.1)`), and any River dataset or generator by name
-(`river:datasets.Elec2`, `river:datasets.synth.Hyperplane`). By name only: `clusters` and
+(`river:datasets.Elec2`, `river:datasets.synth.Hyperplane`), settings in brackets separated by
+`;` (`river:datasets.synth.SEA(variant=2;noise=0.05)`). By name only: `clusters` and
 `clusters-across` (`evaluation.experiments.clusters`: where the cluster assumption holds,
 and where the classes cut across the clusters).
 """
@@ -163,16 +164,25 @@ def _rows(name, seed, instances, mnist):
 
 
 def _river_dataset(path: str, seed: int, instances: int):
+    """River's dataset `path` (`datasets.synth.SEA`, with settings in brackets:
+    `datasets.synth.SEA(variant=2;noise=0.05)`), its seeds set to `seed`."""
     import inspect
 
+    path, _, settings = path.partition("(")
     module_name, _, class_name = ("river." + path).rpartition(".")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError):
         raise ValueError(f"River has no dataset {path!r}") from None
     params = inspect.signature(cls).parameters
-    seeds = {name: seed for name in ("seed", "seed_model", "seed_sample") if name in params}
-    return itertools.islice(cls(**seeds), instances)
+    kwargs = {name: seed for name in ("seed", "seed_model", "seed_sample") if name in params}
+    for item in filter(None, settings.rstrip(")").split(";")):
+        key, _, value = item.partition("=")
+        key = key.strip()
+        if key not in params:
+            raise ValueError(f"River's {class_name} has no setting {key!r}")
+        kwargs[key] = json.loads(value)
+    return itertools.islice(cls(**kwargs), instances)
 
 
 def _shuffled(X, y, seed, instances):
