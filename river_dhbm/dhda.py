@@ -120,7 +120,7 @@ class DHDA(HybridClassifier):
     ... )
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 60.05%
+    Accuracy: 61.15%
 
     Notes
     -----
