@@ -119,7 +119,8 @@ class _State:
             self.arrays += list(model._linear.arrays)
             self.generators.append(model._linear._rng)
         if model._mixture is not None:
-            self.arrays += [model._mixture.losses, model._mixture.weights]
+            self.arrays += [model._mixture.losses, model._mixture.weights,
+                            model._mixture.log_temps]
             self.counts.append((model._mixture, ("loss_mixture", "n_scored")))
         self.saved_arrays = [a.copy() for a in self.arrays]
         self.saved_counts = [[getattr(o, name) for name in names] for o, names in self.counts]
@@ -160,7 +161,8 @@ def _fused(model, X: np.ndarray, codes: np.ndarray, hold: bool = False):
         by_network, by_twin = np.empty_like(predicted), np.empty_like(predicted)
         loss, scored, drawn = dhbm_experts.dhbm_experts_run(
             X, codes, predicted, network, twin_learner, lin,
-            (mixture.log_prior, mixture.losses, mixture.weights, twin is not None), int(hold),
+            (mixture.log_prior, mixture.losses, mixture.weights, mixture.log_temps,
+             mixture.step, twin is not None), int(hold),
             by_network, by_twin)
         if linear is not None:
             rng.bit_generator.state = before

@@ -25,6 +25,10 @@ prediction.
 After a change the best expert may change: the model's drift alarm starts every score afresh
 (`restart`), so the weights return to the priors and follow the new concept's labels.
 
+Each expert enters the mixture calibrated by a temperature of its own, fitted online to its
+labeled rows' log loss (`AggregatingMixture`): the bound then holds against each calibrated
+expert, and a temperature keeps each expert's accuracy.
+
 Why the Brier score and not the log loss (the aggregating algorithm's other classic game,
 whose prediction is the plain mixture): the stream is judged by accuracy, and a network that
 learns from unlabeled rows tends to be confident; the log loss punishes a confident mistake
@@ -35,6 +39,7 @@ The Brier score stays within [0, 2] per row, like the 0/1 loss it sits above.
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -62,20 +67,39 @@ def priors(names) -> list:
     return [shares[name] for name in names]
 
 
+#: The step of each expert's log temperature per labeled row (`AggregatingMixture`): flat on
+#: the development suite between 0.02 and 0.1 (docs/results.md), 0.05 the middle.
+CALIBRATION_STEP = 0.05
+
+
 class AggregatingMixture:
-    """The experts' weights, from their Brier scores on the labeled rows, and the aggregating
-    algorithm's predictions.
+    """The experts' calibrations and weights, from their scores on the labeled rows, and the
+    aggregating algorithm's predictions.
+
+    Each expert's `p(y | x)` enters the mixture calibrated, `softmax(ln p / T_e)`: its log
+    temperature `ln T_e` starts at 0 (the expert as it is) and takes a gradient step of size
+    `step` on the log loss of each labeled row it has just scored (bounded to [-3, 3]). A
+    temperature keeps an expert's ranking of the classes, so its accuracy, and makes its
+    Brier score measure what it knows rather than how boldly it says it: a network that is
+    right more often but overconfident otherwise loses its weight to a cautious expert that is
+    right less often (issue 54). The Brier game's bound then holds against each calibrated
+    expert.
 
     Parameters
     ----------
     priors
         Each expert's weight before any labeled row (normalised to sum to 1).
+    step
+        The log temperatures' step (0: no calibration, Vovk's algorithm on the experts as
+        they are).
 
     Attributes
     ----------
     losses
-        Each expert's cumulative Brier score on the labeled rows scored since the last
-        `restart`.
+        Each calibrated expert's cumulative Brier score on the labeled rows scored since the
+        last `restart`.
+    log_temps
+        Each expert's log temperature.
     loss_mixture
         The mixture's, each row predicted with the weights of the labeled rows before it.
     n_scored
@@ -83,37 +107,46 @@ class AggregatingMixture:
 
     """
 
-    def __init__(self, priors):
+    def __init__(self, priors, step: float = CALIBRATION_STEP):
         priors = np.asarray(priors, dtype=float)
         self.log_prior = np.log(priors / priors.sum())
+        self.step = float(step)
         self.losses = np.zeros(len(priors))
+        self.log_temps = np.zeros(len(priors))
         self.loss_mixture = 0.0
         self.n_scored = 0
         self.weights = _weights(self.log_prior)
 
+    def __setstate__(self, state):
+        # a mixture pickled before the calibration: its experts as they were
+        state.setdefault("log_temps", np.zeros(len(state["losses"])))
+        state.setdefault("step", 0.0)
+        self.__dict__.update(state)
+
     def restart(self) -> None:
-        """Start every expert's score afresh: the weights return to the priors."""
+        """Start every expert's score afresh: the weights return to the priors (each
+        expert's calibration is kept: it is the expert's, not the concept's)."""
         self.losses[:] = 0.0
         self.weights = _weights(self.log_prior)
 
     def score(self, Ps, codes: np.ndarray) -> None:
         """Account labeled rows, in stream order: `Ps` holds each expert's `p(y | x)` of the
         rows `[n, K]`, predicted before any learnt them, `codes` their classes (int64 column
-        indices)."""
+        indices). One kernel call."""
         if len(codes) == 0:
             return
-        losses = np.stack([brier(P, codes) for P in Ps], axis=1)
-        # the scores before each row: the rows before it in this call count
-        before = self.losses + np.vstack((np.zeros(len(Ps)), np.cumsum(losses, axis=0)[:-1]))
-        gamma = _substitute(Ps, _weights(self.log_prior - before))
-        self.loss_mixture += float(brier(gamma, codes).sum())
-        self.losses += losses.sum(axis=0)
+        self.loss_mixture += mixture_kernels.score_rows(
+            np.ascontiguousarray(np.stack(Ps)), np.ascontiguousarray(codes, dtype=np.int64),
+            self.log_prior, self.losses, self.weights, self.log_temps, self.step)
         self.n_scored += len(codes)
-        self.weights = _weights(self.log_prior - self.losses)
+
+    def calibrated(self, Ps) -> list:
+        """Each expert's calibrated `p(y | x)` of rows `[n, K]` (`calibrate`)."""
+        return [P if t == 0.0 else _calibrate(P, t) for P, t in zip(Ps, self.log_temps)]
 
     def mix(self, Ps) -> np.ndarray:
         """The aggregating algorithm's `p(y | x)` of rows predicted by every expert `[n, K]`."""
-        return _substitute(Ps, self.weights[None, :])
+        return _substitute(self.calibrated(Ps), self.weights[None, :])
 
     def mix_row(self, P) -> list:
         """`mix` of one row, `P [E, K]` (or a list per expert), as a list: one kernel call
@@ -130,7 +163,7 @@ class AggregatingMixture:
         if self.weights[0] == 1.0:
             out[:] = P[0]
         else:
-            mixture_kernels.mix_row(P, self.weights, out)
+            mixture_kernels.mix_row(P, self.weights, self.log_temps, out)
         return int(out.argmax())
 
     def score_row(self, P: np.ndarray, code: int) -> None:
@@ -138,8 +171,16 @@ class AggregatingMixture:
         in one kernel call."""
         gamma = np.empty(P.shape[1])
         self.loss_mixture += mixture_kernels.score_row(P, code, self.log_prior, self.losses,
-                                                       self.weights, gamma)
+                                                       self.weights, self.log_temps,
+                                                       self.step, gamma)
         self.n_scored += 1
+
+
+def _calibrate(P: np.ndarray, log_temp: float) -> np.ndarray:
+    """`softmax(ln P / T)` of rows `[n, K]`, `T = exp(log_temp)` (as the kernels' `calibrate`)."""
+    Z = np.log(np.maximum(P, mixture_kernels.TINY)) * math.exp(-log_temp)
+    Z = np.exp(Z - Z.max(axis=1, keepdims=True))
+    return Z / Z.sum(axis=1, keepdims=True)
 
 
 def brier(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -337,11 +378,11 @@ def hybrid_experts_row(model, row: np.ndarray, weights: np.ndarray, P: np.ndarra
                        out: np.ndarray) -> int:
     """`_experts_row` of the DHBM and the DHDA, whose networks predict alike (the recognition
     pass, then the joint predictor): every expert's `p(y | x)` of one row into `P [E, K]` and
-    their mixture with `weights` into `out [K]` in ONE kernel call; the index of the first
-    largest of `out`."""
+    their mixture with `weights` (and the mixture's calibration) into `out [K]` in ONE kernel
+    call; the index of the first largest of `out`."""
     twin, linear = model._twin, model._linear
     return mixture_kernels.hybrid_experts_row(
         row, model._theta, model._empty if twin is None else twin._theta, model._off,
         model._sizes, model._hcum, len(model._classes), model._kind, 1.0 - model.dropout,
         np.empty(model._hcum[-1]), NO_LINEAR if linear is None else linear.arrays, weights,
-        P, out)
+        model._mixture.log_temps, P, out)

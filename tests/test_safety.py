@@ -61,7 +61,7 @@ def test_mixture_is_within_its_bound_of_each_expert(prior):
     P_h, P_t = _random_proba(rng, 500, 4, 8.0), _random_proba(rng, 500, 4, 1.0)
     P_h[:50, :] = 0.0
     P_h[np.arange(50), (codes[:50] + 1) % 4] = 1.0  # certain and wrong: the worst score, 2
-    mixture = AggregatingMixture([prior, 1.0 - prior])
+    mixture = AggregatingMixture([prior, 1.0 - prior], step=0.0)  # the experts as they are
     for chunk in np.array_split(np.arange(500), 37):  # in chunks: the order alone matters
         mixture.score([P_h[chunk], P_t[chunk]], codes[chunk])
     E = np.eye(4)[codes]
@@ -103,7 +103,7 @@ def test_a_whole_weight_predicts_with_that_expert():
 
 
 def test_mixture_weight_saturates_without_overflow():
-    mixture = AggregatingMixture([PRIOR, 1.0 - PRIOR])
+    mixture = AggregatingMixture([PRIOR, 1.0 - PRIOR], step=0.0)
     assert mixture.weights[0] == pytest.approx(PRIOR)
     codes = np.zeros(3000, dtype=np.int64)
     right, wrong = np.eye(2)[codes], np.eye(2)[1 - codes]
@@ -292,5 +292,80 @@ def test_one_row_mixes_as_the_array_path():
                        tuple(PRIORS.values())):
             experts = (P, Q, R)[: len(priors)]
             mixture = AggregatingMixture(priors)
+            # calibrated as scoring leaves them: some sharpened, some softened
+            mixture.log_temps[:] = rng.uniform(-1.0, 1.0, len(priors))
             rows = [mixture.mix_row([e.tolist() for e in ps]) for ps in zip(*experts)]
             np.testing.assert_allclose(rows, mixture.mix(experts), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------- calibration
+
+
+def test_the_calibration_kernel_is_the_numpy_softmax_of_tempered_logarithms():
+    from kernel_calls import from_python
+    from river_dhbm._kernels import mixture as kernels
+
+    rng = np.random.default_rng(8)
+    P = _random_proba(rng, 3, 5, 4.0)
+    P[0, 2] = 0.0  # a zero: its logarithm is taken of `TINY`
+    log_temps = np.array([0.7, -0.4, 0.0])
+    Q = np.empty_like(P)
+    from_python(kernels.calibrate)(P, log_temps, Q)
+    for e in range(3):
+        Z = np.log(np.maximum(P[e], kernels.TINY)) / math.exp(log_temps[e])
+        np.testing.assert_allclose(Q[e], np.exp(Z) / np.exp(Z).sum(), rtol=1e-12)
+    assert (Q[2] == P[2]).all()  # a log temperature of 0: the expert itself, to the bit
+
+
+def test_each_temperature_step_follows_the_log_loss_gradient():
+    # one scored row moves each log temperature by -step * d(-ln q_y)/d(tau), the derivative
+    # checked by finite differences
+    rng = np.random.default_rng(9)
+    P = _random_proba(rng, 2, 4, 3.0)
+    code, step = 1, 0.05
+
+    def log_loss(e, tau):
+        Z = np.log(P[e]) / math.exp(tau)
+        return float(np.log(np.exp(Z).sum()) - Z[code])
+
+    mixture = AggregatingMixture([0.5, 0.5], step=step)
+    mixture.log_temps[:] = [0.3, -0.2]
+    before = mixture.log_temps.copy()
+    mixture.score_row(P, code)
+    h = 1e-6
+    for e in range(2):
+        slope = (log_loss(e, before[e] + h) - log_loss(e, before[e] - h)) / (2 * h)
+        assert mixture.log_temps[e] == pytest.approx(before[e] - step * slope, abs=1e-9)
+
+
+def test_calibration_hands_the_weight_to_the_more_accurate_expert():
+    # an expert right 75 % of the time but always 99 % sure, against one right 55 % of the
+    # time at 60 %: the Brier score prefers the cautious one as they are (the control), the
+    # calibrated mixture the accurate one, and predicts as it does
+    rng = np.random.default_rng(10)
+    n, k = 600, 2
+    codes = rng.integers(0, k, n)
+    bold_right, cautious_right = rng.random(n) < 0.75, rng.random(n) < 0.55
+    bold = np.where(bold_right, codes, 1 - codes)
+    cautious = np.where(cautious_right, codes, 1 - codes)
+    P_bold = np.full((n, k), 0.01)
+    P_bold[np.arange(n), bold] = 0.99
+    P_cautious = np.full((n, k), 0.4)
+    P_cautious[np.arange(n), cautious] = 0.6
+
+    def run(step):
+        mixture = AggregatingMixture([0.5, 0.5], step=step)
+        right = 0
+        for r in range(n):
+            P = np.vstack([P_bold[r], P_cautious[r]])
+            right += int(np.argmax(mixture.mix_row(P)) == codes[r])
+            mixture.score_row(P, int(codes[r]))
+        return right / n, mixture
+
+    plain, as_they_are = run(0.0)
+    calibrated, mixture = run(0.05)
+    assert as_they_are.weights[1] > 0.99  # the control: caution wins
+    assert mixture.weights[0] > 0.99 and mixture.log_temps[0] > 0.5  # the bold one softened
+    assert calibrated >= bold_right.mean() - 0.03 > plain + 0.1
+    # the bound holds against each calibrated expert
+    assert (mixture.loss_mixture <= mixture.losses + np.log(2.0) + 1e-9).all()

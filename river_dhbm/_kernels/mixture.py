@@ -1,7 +1,8 @@
-"""The aggregating mixture's one-row kernels (`river_dhbm.safety`): the Brier game's
-prediction from the experts' `p(y | x)` of one row, the scoring of one labeled row, and the
-hybrid networks' experts and their mixture of one row in one call. River's loop predicts and
-scores row by row, where numpy's calls and Python's loops cost more than the arithmetic.
+"""The aggregating mixture's one-row kernels (`river_dhbm.safety`): each expert's calibration
+(a temperature), the Brier game's prediction from the experts' `p(y | x)` of one row, the
+scoring of one labeled row, and the hybrid networks' experts and their mixture of one row in
+one call. River's loop predicts and scores row by row, where numpy's calls and Python's loops
+cost more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -17,23 +18,55 @@ from river_dhbm._kernels.linear import linear_proba
 from river_dhbm._kernels.network import first_largest
 
 
-@njit(**JIT)
-def mix_row(P, weights, out):
-    """The aggregating algorithm's prediction for the Brier game into `out [K]`, from the
-    experts' `P [E, K]` and their `weights [E]`: `g(y) = -ln(sum_e w_e exp(-brier(P_e, y)))`,
-    `out_y = max(0, (s - g(y)) / 2)` with `s` such that `out` sums to 1."""
+#: The smallest probability a calibration takes the logarithm of.
+TINY = 1e-12
+
+#: The bounds of each expert's log temperature: a calibration sharpens or softens by a factor
+#: of `e^3` at most.
+LOG_TEMP_BOUND = 3.0
+
+
+@njit(**JIT, **INNER)
+def calibrate(P, log_temps, Q):
+    """Each expert's calibrated `p(y | x)` into `Q [E, K]`: `softmax(ln P_e / T_e)` with `T_e =
+    exp(log_temps[e])`, `P_e` itself (to the bit) while its log temperature is 0."""
     E, K = P.shape
+    for e in range(E):
+        if log_temps[e] == 0.0:
+            for k in range(K):
+                Q[e, k] = P[e, k]
+            continue
+        inverse = math.exp(-log_temps[e])
+        top = -np.inf
+        for k in range(K):
+            Q[e, k] = math.log(max(P[e, k], TINY)) * inverse
+            top = max(top, Q[e, k])
+        total = 0.0
+        for k in range(K):
+            Q[e, k] = math.exp(Q[e, k] - top)
+            total += Q[e, k]
+        for k in range(K):
+            Q[e, k] /= total
+
+
+@njit(**JIT, **INNER)
+def substitute_row(Q, weights, out):
+    """The aggregating algorithm's prediction for the Brier game into `out [K]`, from the
+    experts' (calibrated) `Q [E, K]` and their `weights [E]`: `g(y) = -ln(sum_e w_e
+    exp(-brier(Q_e, y)))`, `out_y = max(0, (s - g(y)) / 2)` with `s` such that `out` sums to
+    1."""
+    E, K = Q.shape
     norms = np.empty(E)
     for e in range(E):
         total = 1.0
         for k in range(K):
-            total += P[e, k] * P[e, k]
+            total += Q[e, k] * Q[e, k]
         norms[e] = total
     g = np.empty(K)
     for k in range(K):
         mixed = 0.0
         for e in range(E):
-            mixed += weights[e] * math.exp(2.0 * P[e, k] - norms[e])
+            mixed += weights[e] * math.exp(2.0 * Q[e, k] - norms[e])
         g[k] = -math.log(mixed)
     ordered = np.sort(g)
     total, s = 0.0, 0.0
@@ -47,6 +80,15 @@ def mix_row(P, weights, out):
         out[k] = max(0.0, (s - g[k]) / 2.0)
 
 
+@njit(**JIT)
+def mix_row(P, weights, log_temps, out):
+    """The mixture's prediction of one row into `out [K]`: the experts' `P [E, K]` calibrated
+    (`calibrate`), then the Brier game's substitution with `weights [E]`."""
+    Q = np.empty(P.shape)
+    calibrate(P, log_temps, Q)
+    substitute_row(Q, weights, out)
+
+
 @njit(**JIT, **INNER)
 def _brier(p, code):
     total = 1.0 - 2.0 * p[code]
@@ -56,16 +98,20 @@ def _brier(p, code):
 
 
 @njit(**JIT)
-def score_row(P, code, log_prior, losses, weights, gamma):
+def score_row(P, code, log_prior, losses, weights, log_temps, step, gamma):
     """Score one labeled row of class `code` predicted by the experts as `P [E, K]`: the
-    mixture's prediction with the current `weights` into `gamma [K]`, each expert's Brier score
-    added to `losses [E]`, `weights` the softmax of `log_prior - losses` again. Returns the
-    mixture's Brier score of the row."""
-    mix_row(P, weights, gamma)
-    E = P.shape[0]
+    mixture's prediction with the current `weights` and calibration into `gamma [K]`, each
+    calibrated expert's Brier score added to `losses [E]`, `weights` the softmax of
+    `log_prior - losses` again; then each log temperature takes a gradient step of size `step`
+    on its calibrated prediction's log loss, `d/dtau (-ln q_y) = z_y - sum_k q_k z_k` with `z =
+    ln p / T` (bounded by `LOG_TEMP_BOUND`). Returns the mixture's Brier score of the row."""
+    E, K = P.shape
+    Q = np.empty((E, K))
+    calibrate(P, log_temps, Q)
+    substitute_row(Q, weights, gamma)
     top = -np.inf
     for e in range(E):
-        losses[e] += _brier(P[e], code)
+        losses[e] += _brier(Q[e], code)
         top = max(top, log_prior[e] - losses[e])
     total = 0.0
     for e in range(E):
@@ -73,18 +119,43 @@ def score_row(P, code, log_prior, losses, weights, gamma):
         total += weights[e]
     for e in range(E):
         weights[e] /= total
+    if step > 0.0:
+        for e in range(E):
+            inverse = math.exp(-log_temps[e])
+            expected = 0.0
+            for k in range(K):
+                expected += Q[e, k] * math.log(max(P[e, k], TINY)) * inverse
+            slope = math.log(max(P[e, code], TINY)) * inverse - expected
+            log_temps[e] = min(LOG_TEMP_BOUND, max(-LOG_TEMP_BOUND, log_temps[e] - step * slope))
     return _brier(gamma, code)
 
 
 @njit(**JIT)
+def score_rows(Ps, codes, log_prior, losses, weights, log_temps, step):
+    """`score_row` of each labeled row `r` of `Ps [E, n, K]`, `codes [n]`, in order; returns
+    the mixture's Brier score of them all."""
+    E, n, K = Ps.shape
+    P = np.empty((E, K))
+    gamma = np.empty(K)
+    loss = 0.0
+    for r in range(n):
+        for e in range(E):
+            for k in range(K):
+                P[e, k] = Ps[e, r, k]
+        loss += score_row(P, codes[r], log_prior, losses, weights, log_temps, step, gamma)
+    return loss
+
+
+@njit(**JIT)
 def hybrid_experts_row(X, theta, theta_twin, off, sizes, hcum, n_classes, kind, scale, act,
-                       linear, weights, P, out):
+                       linear, weights, log_temps, P, out):
     """`predict_proba_one` of a DHBM or a DHDA with experts, in one call: each expert's `p(y |
     x)` of one row `X [1, D]` into `P [E, K]` (the network's recognition pass and joint
     predictor, `dhbm_proba_row`, with `theta`; its twin's with `theta_twin` when that is not
     empty; the linear expert's when `P` has a row left, `linear = (W, b, mean, m2, count)`),
-    then their mixture with `weights [E]` into `out [K]` (`mix_row`; the network's own when its
-    weight is exactly 1, as `safety.predictive_proba` answers). `act` is the recognition
+    then their mixture with `weights [E]` and calibration `log_temps [E]` into `out [K]`
+    (`mix_row`; the network's own when its weight is exactly 1, as `safety.predictive_proba`
+    answers). `act` is the recognition
     pass's work (flat `>= hcum[L]`). Returns the index of the first largest of `out`."""
     dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P[0:1])
     e = 1
@@ -98,5 +169,5 @@ def hybrid_experts_row(X, theta, theta_twin, off, sizes, hcum, n_classes, kind, 
         for k in range(P.shape[1]):
             out[k] = P[0, k]
     else:
-        mix_row(P, weights, out)
+        mix_row(P, weights, log_temps, out)
     return first_largest(out)
