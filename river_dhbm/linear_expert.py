@@ -9,11 +9,11 @@ loss on the batch's labeled rows and as many rows of the network's label memory 
 replays (`replay`), as many steps per mini-batch as the network's update takes (`steps` while
 the model is young, fewer as its labels grow: `scarce_labels.steps_at`), so each label is learnt
 more than once, as the network's are. The step is `RATE` over the rows' mean gradient, from
-zero weights (a uniform prediction before its first label). The weights (not the biases) have
-a Gaussian prior of precision `PRIOR_PRECISION` (1: scikit-learn's `LogisticRegression(C=1)`),
+zero weights (a uniform prediction before its first label). The weights and biases have a
+Gaussian prior of precision `PRIOR_PRECISION` (1: scikit-learn's `LogisticRegression(C=1)`),
 its pull divided among the labeled rows the memory holds: replayed many times over, a few
 hundred noisy labels would otherwise be fitted to their noise (issue 54: LED at 1 % and 10 %
-labels gained about 0.01, Bananas at 1 % lost 0.005; docs/results.md).
+labels gains about 0.01; docs/results.md).
 
 The aggregating mixture (`river_dhbm.safety`) then weighs it against the network by their Brier
 scores on the labeled rows: where the concept is linear it leads early, where it is not its

@@ -167,16 +167,19 @@ def test_the_log_loss_gradient_passes_finite_differences():
     W, b, Z = rng.normal(size=(4, 6)), rng.normal(size=4), rng.normal(size=(30, 6))
     codes = rng.integers(0, 4, 30)
     gW, gb = _gradient(W, b, Z, codes)
-    # the kernel's step: this mean gradient plus the prior's `PRIOR_PRECISION / n * W`, the
-    # gradient of `mean log loss + PRIOR_PRECISION / (2 n) |W|^2` over the n rows held
+    # the kernel's step: this mean gradient plus the prior's `PRIOR_PRECISION / n` times each
+    # parameter, the gradient of `mean log loss + PRIOR_PRECISION / (2 n) (|W|^2 + |b|^2)`
     n = len(codes)
     map_loss = lambda W_, b_: (_log_loss(W_, b_, Z, codes)  # noqa: E731
-                               + PRIOR_PRECISION / (2 * n) * float((W_ * W_).sum()))
+                               + PRIOR_PRECISION / (2 * n) * float((W_ * W_).sum() + b_ @ b_))
     h = 1e-6
     E = np.zeros_like(W)
     E[1, 2] = h
     fd = (map_loss(W + E, b) - map_loss(W - E, b)) / (2 * h)
     assert fd == pytest.approx(gW[1, 2] + PRIOR_PRECISION / n * W[1, 2], abs=1e-8)
+    e = np.eye(4)[3] * h
+    fd = (map_loss(W, b + e) - map_loss(W, b - e)) / (2 * h)
+    assert fd == pytest.approx(gb[3] + PRIOR_PRECISION / n * b[3], abs=1e-8)
     h = 1e-6
     for k, j in ((0, 0), (2, 5), (3, 1)):
         E = np.zeros_like(W)
@@ -224,7 +227,7 @@ def test_the_kernel_takes_the_numpy_reference_steps():
         gW, gb = _gradient(W, b, (rows - mean) / sd, targets)
         # the prior's pull: `PRIOR_PRECISION` over the labeled rows the memory holds
         W -= linear_expert.RATE * (gW + PRIOR_PRECISION / count * W)
-        b -= linear_expert.RATE * gb
+        b -= linear_expert.RATE * (gb + PRIOR_PRECISION / count * b)
     np.testing.assert_allclose(expert.W, W, atol=1e-10)
     np.testing.assert_allclose(expert.b, b, atol=1e-10)
 

@@ -16,12 +16,13 @@ from numba import njit
 from river_dhbm._kernels.build import INNER, JIT
 from river_dhbm._kernels.replay import memory_replay
 
-#: Precision of the Gaussian prior on each weight of a standardized feature (not the biases):
-#: the objective is the log loss summed over the labeled rows the expert can replay plus
-#: `PRIOR_PRECISION / 2 * |W|^2`, scikit-learn's `LogisticRegression(C=1)`. A step's mean
-#: gradient over its rows gets `PRIOR_PRECISION / rows held * W`: with a few hundred noisy
-#: labels the weights stay near zero unless the labels agree, and the prediction near the
-#: labels' class frequencies.
+#: Precision of the Gaussian prior on each weight of a standardized feature and each bias: the
+#: objective is the log loss summed over the labeled rows the expert can replay plus
+#: `PRIOR_PRECISION / 2 * (|W|^2 + |b|^2)`, as scikit-learn's `LogisticRegression(C=1)` with
+#: the biases under the prior too. A step's mean gradient over its rows gets `PRIOR_PRECISION /
+#: rows held` times the parameters: with a few hundred noisy labels they stay near zero unless
+#: the labels agree. The biases too: with a handful of labels (0.1 % of a stream), a prior on
+#: the weights alone let the biases decide, and the expert predicted the majority class.
 PRIOR_PRECISION = 1.0
 
 
@@ -111,6 +112,6 @@ def linear_learn(W, b, mean, m2, count, X, codes, n, mem_X, mem_y, mem_rows, mem
         step = rate / learnt
         decay = 1.0 - rate * PRIOR_PRECISION / max(mem_state[0], learnt)
         for k in range(K):
-            b[k] -= step * grad_b[k]
+            b[k] = decay * b[k] - step * grad_b[k]
             for j in range(d):
                 W[k, j] = decay * W[k, j] - step * grad_W[k, j]
