@@ -10,7 +10,8 @@ Every run is test-then-train one row at a time through River's dict API: `predic
 its label with the given probability (a per-row mask drawn from the seed). Our models sit
 behind `preprocessing.MinMaxScaler()` and learn every row; River's peers learn the labeled
 rows only (`GaussianNB`, `BernoulliNB`, `HoeffdingTreeClassifier` and `ARFClassifier` on the
-raw features, `LogisticRegression` and `KNNClassifier` behind a `StandardScaler`).
+raw features, `LogisticRegression` and `KNNClassifier` behind a `StandardScaler`; by name,
+`Prior`: River's `PriorClassifier`, the labeled rows' most frequent class).
 `BernoulliNB` runs only on a stream whose features are all 0 or 1 over the run's rows (LED's);
 elsewhere its cell is n/a. The measure is the prequential accuracy over the whole stream, so a
 slow start counts. Writes `suite.csv` (one row per run; a run left out has no accuracy and
@@ -78,10 +79,10 @@ PLANTED = ("clusters", "clusters-across")
 #: and the features have long tails (with `--quarters`, its quarters beside River's prior).
 REALISTIC = ("seasons",)
 
-#: River's peers, which learn the labeled rows only (their pipelines: `make_learner`).
 #: Our models' experts, in the mixture's order: each one's accuracy is a column of the runs.
 EXPERTS = ("network", "twin", "linear")
 
+#: River's peers, which learn the labeled rows only (their pipelines: `make_learner`).
 PEERS = ("LogisticRegression", "GaussianNB", "BernoulliNB", "HoeffdingTree", "KNN", "ARF", "Prior")
 
 #: Peers for binary features only: elsewhere their cells are n/a (`skip_reason`).
