@@ -284,7 +284,6 @@ class HybridClassifier(base.MiniBatchClassifier):
         `late` holds `(x, y)` pairs whose delayed label is due now (`streams.LabelMask`'s
         `delay`): each is learnt, labeled, right after this instance. A missing label (None,
         NaN, NaT, pandas' NA) means unlabeled; all of it is checked before anything is learnt.
-
         """
         check_dict(x)
         if labeled is not True and labeled is not False:
@@ -384,23 +383,7 @@ class HybridClassifier(base.MiniBatchClassifier):
             return super().predict_one(x, **kwargs)
         return self._classes[safety.predictive_row(self, self._row(x))]
 
-    def predict_experts_one(self, x: dict) -> dict:
-        """Each expert's predicted label for `x` by name (the names of `expert_weights`): what
-        the mixture of `predict_one` combines, to see which expert the model follows and how
-        each would have done alone. `{}` before any label. Right after `predict_one(x)` of the
-        same dict it reuses that prediction's pass."""
-        check_dict(x)
-        if not self._classes:
-            return {}
-        if self._mixture is None:
-            return {"network": self.predict_one(x)}
-        staged = self._staged_experts
-        if staged is not None and staged[0] is self._staged and self._is_staged(x):
-            P = staged[1]
-        else:
-            P = safety.expert_proba_row(self, self._row(x))
-        names = safety.expert_names(self)
-        return {name: self._classes[int(p.argmax())] for name, p in zip(names, P)}
+    predict_experts_one = safety.predict_experts_one  # each expert's label, by name
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd

@@ -132,10 +132,9 @@ class DHBM(HybridClassifier):
 
     Notes
     -----
-    Predictions mix the network, a twin learning the labeled rows only (`safe_unlabeled`) and
-    a linear model of them (`linear_expert`) by their Brier scores (`river_dhbm.safety`), each
-    calibrated by an online temperature: at most `ln 7.5` of cumulative Brier score behind the
-    calibrated twin, `ln 3` behind the calibrated linear model.
+    Predictions mix the network, a labeled-only twin (`safe_unlabeled`) and a linear model
+    (`linear_expert`), each calibrated, by their Brier scores (`river_dhbm.safety`): at most
+    `ln 7.5` of cumulative Brier score behind the twin, `ln 3` behind the linear model.
     `paper()` has the paper's settings. docs/models/dhbm.md has the choices where the paper is
     vague and the figures behind the defaults, which are:
 

@@ -43,6 +43,7 @@ import math
 
 import numpy as np
 
+from river_dhbm._input.checks import check_dict
 from river_dhbm._kernels import mixture as mixture_kernels
 from river_dhbm.linear_expert import NO_LINEAR, LinearExpert
 
@@ -320,6 +321,24 @@ def unlabeled_trust(model) -> float:
         return 1.0
     network, twin = model._mixture.weights[:2]
     return float(network / (network + twin)) if network + twin > 0.0 else 1.0
+
+
+def predict_experts_one(model, x: dict) -> dict:
+    """Each expert's predicted label for `x` by name (the names of `expert_weights`): what the
+    mixture of `predict_one` combines, to see which expert the model follows and how each would
+    have done alone. `{}` before any label. Right after `predict_one(x)` of the same dict it
+    reuses that prediction's pass."""
+    check_dict(x)
+    if not model._classes:
+        return {}
+    if model._mixture is None:
+        return {"network": model.predict_one(x)}
+    staged = model._staged_experts
+    if staged is not None and staged[0] is model._staged and model._is_staged(x):
+        P = staged[1]
+    else:
+        P = expert_proba_row(model, model._row(x))
+    return {name: model._classes[int(p.argmax())] for name, p in zip(expert_names(model), P)}
 
 
 def expert_weights(model) -> dict:

@@ -43,9 +43,6 @@ and where the classes cut across the clusters).
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib
-import itertools
 import json
 from pathlib import Path
 
@@ -56,6 +53,7 @@ from ..runs.arguments import floats, names, positive_int
 from ..runs.files import atomic_write_all, check_writable, result_jobs
 from ..runs.warmup import announce
 from ..runs.workers import counting, process_pool
+from .suite_streams import DEFAULT_INSTANCES, PLANTED, REALISTIC, STREAMS, load_stream
 from .suite_report import (
     experts_markdown,
     mean_and_error,
@@ -68,16 +66,6 @@ from .suite_report import (
 
 __all__ = ["PEERS", "STREAMS", "add_arguments", "check", "command", "load_stream", "make_learner",
            "mean_and_error", "run", "run_one"]
-
-#: The development suite's streams (the ones we tune on).
-STREAMS = ("led", "waveform", "digits", "mnist", "phishing", "bananas", "sea")
-
-#: Streams built to test the cluster assumption (`experiments.clusters`), by name only.
-PLANTED = ("clusters", "clusters-across")
-
-#: A stream that drifts as real data do, by name only (`streams.Seasons`): where the prior moves
-#: and the features have long tails (with `--quarters`, its quarters beside River's prior).
-REALISTIC = ("seasons",)
 
 #: Our models' experts, in the mixture's order: each one's accuracy is a column of the runs.
 EXPERTS = ("network", "twin", "linear")
@@ -97,7 +85,6 @@ DEFAULT_MODELS = ["dhbm-mf", "dhda", "pl-mlp", "dhbm-mf/labeled-only", "dhda/lab
                   "HoeffdingTree"]
 QUICK_MODELS = ["dhbm-mf", "dhda", "dhbm-mf/labeled-only", "dhda/labeled-only",
                 "LogisticRegression", "GaussianNB", "HoeffdingTree"]
-DEFAULT_INSTANCES = 20_000  # rows per stream (the bundled data sets are shorter: all of them)
 DEFAULT_RATIOS = [1.0, 0.1, 0.01]
 SCARCEST_RATIO = 0.001  # a default too when --instances >= SCARCE_MIN_ROWS
 # a ratio below SCARCE_RATIO runs only on streams of SCARCE_MIN_ROWS rows: 100 labels or more
@@ -107,88 +94,6 @@ SCARCE_RATIO, SCARCE_MIN_ROWS = 0.01, 100_000
 def default_ratios(instances: int) -> list[float]:
     """1, 0.1 and 0.01, and 0.001 when `instances` rows can give 100 labels at 0.1 %."""
     return DEFAULT_RATIOS + ([SCARCEST_RATIO] if instances >= SCARCE_MIN_ROWS else [])
-
-
-# ---------------------------------------------------------------------------------- streams
-
-
-def load_stream(name: str, seed: int, instances: int = DEFAULT_INSTANCES,
-                mnist: str | None = None) -> list:
-    """The first `instances` rows `(x, y)` of stream `name` for `seed` (all of a shorter data
-    set), as a list: every model sees the same."""
-    return list(_cached_rows(name, seed, instances, mnist))
-
-
-@functools.lru_cache(maxsize=4)
-def _cached_rows(name, seed, instances, mnist):
-    return tuple(itertools.islice(_rows(name, seed, instances, mnist), instances))
-
-
-def _rows(name, seed, instances, mnist):
-    import streams
-
-    if name == "led":
-        return itertools.islice(streams.LEDDrift(seed=seed, noise_percentage=10,
-                                                 n_drift_features=4), instances)
-    if name == "waveform":
-        return itertools.islice(streams.NormalisationFilter(
-            streams.WaveformDrift(seed=seed, has_noise=True, n_drift_features=10)), instances)
-    if name == "digits":
-        from sklearn.datasets import load_digits
-
-        X, y = load_digits(return_X_y=True)
-        return _shuffled(X, y, seed, len(X))
-    if name == "mnist":
-        from ..offline.mnist.data import load_mnist, pixels
-
-        data = load_mnist(mnist)
-        X = pixels(data.train_images.reshape(len(data.train_images), -1))
-        return _shuffled(X, data.train_labels, seed, instances)
-    from river import datasets
-
-    if name == "phishing":
-        return datasets.Phishing()
-    if name == "bananas":
-        return datasets.Bananas()
-    if name == "sea":
-        return datasets.synth.SEA(seed=seed, noise=0.1).take(instances)
-    if name == "seasons":
-        return itertools.islice(streams.Seasons(seed=seed), instances)
-    if name in PLANTED:
-        from .clusters import clusters
-
-        return clusters(seed, instances, across=name == "clusters-across")
-    if name.startswith(registry.RIVER_PREFIX):
-        return _river_dataset(name[len(registry.RIVER_PREFIX):], seed, instances)
-    raise ValueError(f"Unknown stream {name!r}. Choose from {', '.join(STREAMS)} or "
-                     "river:<module>.<Dataset>, e.g. river:datasets.Elec2")
-
-
-def _river_dataset(path: str, seed: int, instances: int):
-    """River's dataset `path` (`datasets.synth.SEA`, with settings in brackets:
-    `datasets.synth.SEA(variant=2;noise=0.05)`), its seeds set to `seed`."""
-    import inspect
-
-    path, _, settings = path.partition("(")
-    module_name, _, class_name = ("river." + path).rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError):
-        raise ValueError(f"River has no dataset {path!r}") from None
-    params = inspect.signature(cls).parameters
-    kwargs = {name: seed for name in ("seed", "seed_model", "seed_sample") if name in params}
-    for item in filter(None, settings.rstrip(")").split(";")):
-        key, _, value = item.partition("=")
-        key = key.strip()
-        if key not in params:
-            raise ValueError(f"River's {class_name} has no setting {key!r}")
-        kwargs[key] = json.loads(value)
-    return itertools.islice(cls(**kwargs), instances)
-
-
-def _shuffled(X, y, seed, instances):
-    order = np.random.default_rng(seed).permutation(len(X))[:instances]
-    return [({j: float(v) for j, v in enumerate(X[i])}, y[i].item()) for i in order]
 
 
 # ---------------------------------------------------------------------------------- models
