@@ -23,10 +23,10 @@ __all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 #: from a fresh process to its first prediction with an empty cache, rounded from the table
 #: in docs/benchmarks.md, "The first use", which names the command).
 FIRST_KERNELS = {
-    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 18),
-    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 20),
-    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 21),
-    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 17),
+    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 17),
+    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 16),
+    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 18),
+    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 16),
     "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 12),
 }
 
