@@ -75,8 +75,9 @@ def _rows(name, seed, instances, mnist):
         return clusters(seed, instances, across=name == "clusters-across")
     if name.startswith(registry.RIVER_PREFIX):
         return _river_dataset(name[len(registry.RIVER_PREFIX):], seed, instances)
-    raise ValueError(f"Unknown stream {name!r}. Choose from {', '.join(STREAMS)} or "
-                     "river:<module>.<Dataset>, e.g. river:datasets.Elec2")
+    raise ValueError(f"Unknown stream {name!r}. Choose from "
+                     f"{', '.join(STREAMS + PLANTED + REALISTIC)} or river:<module>.<Dataset>, "
+                     "e.g. river:datasets.Elec2")
 
 
 def _river_dataset(path: str, seed: int, instances: int):
