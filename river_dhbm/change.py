@@ -170,7 +170,8 @@ def restart(model) -> None:
         model._adam_steps = 0
 
 
-def labeled_errors(P: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Whether each labeled row (`codes >= 0`) of a mini-batch is mispredicted by `P`."""
+def labeled_errors(predicted: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Whether each labeled row (`codes >= 0`) of a mini-batch is mispredicted: `predicted`
+    holds the class index predicted for every row."""
     labeled = codes >= 0
-    return P[labeled].argmax(axis=1) != codes[labeled]
+    return predicted[labeled] != codes[labeled]

@@ -350,8 +350,9 @@ class DHBM(HybridClassifier):
 
     # ------------------------------------------------------------------ hooks
 
-    def _update(self, X: np.ndarray, y: np.ndarray) -> None:
-        # the kernel makes the proxy labels itself, from the prediction it computes first
+    def _update(self, X: np.ndarray, y: np.ndarray, first_pred: np.ndarray = _NO_CODES) -> None:
+        # the kernel makes the proxy labels itself, from the prediction it computes first, and
+        # writes that prediction's classes into `first_pred` (`[len(X)]` int64, or empty)
         n_batch = len(X)
         steps = scarce_labels.steps_at(self, self.n_labeled_seen)
         X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False, rounds=steps)
@@ -378,7 +379,7 @@ class DHBM(HybridClassifier):
         # one kernel per estimator: the MF kernel never compiles the SAP negative phase
         dhbm_kernels.UPDATE_KERNELS[self._estimator](
             X, y, self._net(), (self._grad, self._moments, self._adam_steps + 1), settings, mask,
-            particles, self._work_arrays(), steps, n_batch, _NO_CODES,
+            particles, self._work_arrays(), steps, n_batch, first_pred,
         )
         self._adam_steps += steps
 
@@ -394,6 +395,15 @@ class DHBM(HybridClassifier):
             return P
         self._update(X, y)
         return self._work["P"][: len(X)].astype(np.float64)
+
+    def _update_predicted(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # Without dropout the update's first step predicts the batch as `_proba` does: its
+        # classes come from there, and the batch's own prediction kernel need not compile.
+        if self.dropout > 0 or not self._classes:
+            return super()._update_predicted(X, y)
+        predicted = np.empty(len(X), dtype=np.int64)
+        self._update(X, y, predicted)
+        return predicted
 
     def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         # Mean-field estimator without dropout: nothing random, so a run of mini-batches is one

@@ -78,7 +78,7 @@ def push_one(model, row, y) -> None:
         elif experts is not None and k < experts[1].shape[1]:  # as predicted: no second pass
             model._mixture.score_row(experts[1], k)
         else:
-            safety.score(model, model._X_buf[start : start + 1], model._y_buf[start : start + 1])
+            safety.score_one(model, model._X_buf[start : start + 1], k)
     model._n_buf = start + 1
     if model._n_buf == model.batch_size:
         flush(model)
@@ -114,13 +114,17 @@ def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int, predict: bool
     detector gets the labeled rows' errors of that prediction."""
     watch = model._watch.active and n_labeled > 0
     model.n_labeled_seen += n_labeled
-    if P is not None or predict or watch:
+    if P is not None or predict:
         P = model._predict_update(X, codes, P)
+        predicted = P.argmax(axis=1) if watch else None
+    elif watch:  # the classes alone, for the detector
+        predicted = model._update_predicted(X, codes)
     else:
-        P = model._update(X, codes)
+        model._update(X, codes)
     model.n_updates += 1
     if watch:
-        model._watch.rose(change.labeled_errors(P, codes), model.n_updates * model.batch_size)
+        model._watch.rose(change.labeled_errors(predicted, codes),
+                          model.n_updates * model.batch_size)
     if model._watch.due(model.n_updates):
         change.restart(model)
     return P

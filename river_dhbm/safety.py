@@ -314,6 +314,13 @@ def score(model, X: np.ndarray, codes: np.ndarray) -> None:
     model._mixture.score(expert_proba(model, X), codes)
 
 
+def score_one(model, row: np.ndarray, code: int) -> None:
+    """`score` of one labeled validated row `[1, d]` of class index `code`: the experts'
+    one-row predictions (`expert_proba_row`, the same numbers as `expert_proba` of that row)
+    scored in one call, so that `learn_one` never compiles the many-row scoring kernel."""
+    model._mixture.score_row(expert_proba_row(model, row), code)
+
+
 def unlabeled_trust(model) -> float:
     """`model.unlabeled_trust`: `w_network / (w_network + w_twin)`, 1.0 without a twin or
     before any labeled row."""

@@ -68,7 +68,13 @@ def substitute_row(Q, weights, out):
         for e in range(E):
             mixed += weights[e] * math.exp(2.0 * Q[e, k] - norms[e])
         g[k] = -math.log(mixed)
-    ordered = np.sort(g)
+    ordered = np.empty(K)
+    for k in range(K):  # insertion sort: K is small, and np.sort compiles a quicksort of its own
+        j = k
+        while j > 0 and ordered[j - 1] > g[k]:
+            ordered[j] = ordered[j - 1]
+            j -= 1
+        ordered[j] = g[k]
     total, s = 0.0, 0.0
     for j in range(K):  # the classes with a share: a prefix of the ordered `g`
         total += ordered[j]
