@@ -2,9 +2,9 @@
 
 `python -m evaluation bench first_use [DHBM DHDA ...] [--out FILE]` runs, for each model in a
 process of its own with an empty Numba cache (`NUMBA_CACHE_DIR` set to a new temporary
-directory), what a new user's first lines do: import `river_dhbm`, build the model with its
-defaults, learn one mini-batch of labeled rows (`learn_one`, LED-shaped) and predict one row;
-then the same with the cache warm (not with `--quick`). With `--kernels` it says where each
+directory), what a new user's first lines do: import `river_dhbm` and `streams`, build the
+model with its defaults and a seed, learn 41 labeled rows of `streams.LEDDrift` (`learn_one`)
+and predict one row; then the same with the cache warm (not with `--quick`). With `--kernels` it says where each
 model's first use goes instead: the seconds Numba spends on each jitted function it compiles
 (`CompileClock`), and how much of the whole is LLVM's. The models benchmark (`bench models`)
 times the phases of the DHBM's start (`startup_times`).
@@ -125,24 +125,47 @@ def format_startup(startup: list[dict]) -> str:
 
 # ---------------------------------------------------------------------------------- first use
 
-#: What a new user runs: a model with its defaults learns one mini-batch of labeled LED-shaped
-#: rows (which compiles its update kernels on a cold cache), then predicts one row.
+#: What a new user runs (issue 55's sequence): import the models and the streams, build a model
+#: with its defaults and a seed, learn 41 labeled rows of MOA's drifting LED stream one by one
+#: (two updates, which compile the learning kernels on a cold cache, and one row more), then
+#: predict one row.
 _FIRST_USE_SCRIPT = r"""
 import json, sys, time
 start = time.time()
-import river_dhbm
+import river_dhbm, streams
 imported = time.time()
-model = getattr(river_dhbm, sys.argv[1])()
-x = {i: float((i * 7) % 3 == 0) for i in range(24)}
-for i in range(model.batch_size):
-    model.learn_one(x, i % 10)
+model = getattr(river_dhbm, sys.argv[1])(seed=1)
+for i, (x, y) in enumerate(streams.LEDDrift(seed=1)):
+    model.learn_one(x, y)
+    if i == FIRST_USE_ROWS - 1:
+        break
 model.predict_one(x)
 print(json.dumps({"import": imported - start, "predicted_at": time.time(),
                   "cpu": time.process_time()}))
 """
 
+FIRST_USE_ROWS = 41  # labeled rows learnt before the first prediction
 FIRST_USE_MODELS = ("DHBM", "DHDA", "SBEN", "HSDA", "PseudoLabelMLP")
-TARGET_FIRST_USE = 10.0  # seconds to the first prediction with an empty cache (issue 29)
+#: Seconds to the first prediction with an empty cache on a 2-core machine (issue 55): the
+#: DHBM's, and every other model's.
+TARGET_FIRST_USE = {"DHBM": 12.0}
+TARGET_FIRST_USE_OTHERS = 15.0
+
+
+def _script(script: str) -> str:
+    return script.replace("FIRST_USE_ROWS", str(FIRST_USE_ROWS))
+
+
+def verdict(rows: list[dict]) -> str:
+    """One line: each model's first prediction with an empty cache against its target."""
+    parts = []
+    for r in rows:
+        if r["cache"] == "empty":
+            target = TARGET_FIRST_USE.get(r["model"], TARGET_FIRST_USE_OTHERS)
+            mark = "met" if r["to_first_prediction"] <= target else "not met"
+            parts.append(f"{r['model']}() {r['to_first_prediction']:.1f} s "
+                         f"(target <= {target:.0f} s: {mark})")
+    return "first prediction with an empty cache: " + "; ".join(parts)
 
 
 def _run_fresh(script: str, model: str, cold: bool = True) -> tuple[dict, str, float]:
@@ -168,7 +191,7 @@ def first_use_time(model: str = "DHBM", cold: bool = True) -> dict:
     and the process's CPU (`cpu`); with an empty Numba cache (`cold`, a new `NUMBA_CACHE_DIR`)
     or the usual one. Also the import's seconds and the line the process wrote on stderr (the
     compile notice)."""
-    marks, stderr, spawned = _run_fresh(_FIRST_USE_SCRIPT, model, cold)
+    marks, stderr, spawned = _run_fresh(_script(_FIRST_USE_SCRIPT), model, cold)
     notice = [line for line in stderr.splitlines() if line.startswith("river_dhbm:")]
     return {"model": model, "cache": "empty" if cold else "warm",
             "to_first_prediction": marks["predicted_at"] - spawned,
@@ -234,13 +257,14 @@ from numba.core import event
 from evaluation.bench.first_use import CompileClock
 clock = CompileClock().register()
 llvm = []
-import river_dhbm
-model = getattr(river_dhbm, sys.argv[1])()
-x = {i: float((i * 7) % 3 == 0) for i in range(24)}
+import river_dhbm, streams
+model = getattr(river_dhbm, sys.argv[1])(seed=1)
 start = time.process_time()
 with event.install_timer("numba:llvm_lock", llvm.append):
-    for i in range(model.batch_size):
-        model.learn_one(x, i % 10)
+    for i, (x, y) in enumerate(streams.LEDDrift(seed=1)):
+        model.learn_one(x, y)
+        if i == FIRST_USE_ROWS - 1:
+            break
     model.predict_one(x)
 print(json.dumps({"cpu": time.process_time() - start, "llvm": sum(llvm),
                   "kernels": clock.kernels()}))
@@ -251,7 +275,7 @@ def kernel_breakdown(model: str = "DHBM") -> dict:
     """Where `model()`'s first use goes, in a fresh process with an empty Numba cache: CPU
     seconds of its first update and prediction (`cpu`), of which LLVM (`llvm`), and each
     compiled function's `(name, compilations, own seconds)` (`kernels`)."""
-    return {"model": model, **_run_fresh(_KERNELS_SCRIPT, model)[0]}
+    return {"model": model, **_run_fresh(_script(_KERNELS_SCRIPT), model)[0]}
 
 
 def format_kernels(breakdown: dict, top: int = 12) -> str:
@@ -286,7 +310,7 @@ def bench_first_use(models=FIRST_USE_MODELS, warm: bool = True) -> list[dict]:
 _COLUMNS = (
     ("model", False, lambda r: f"{r['model']}()"),
     ("Numba cache", False, lambda r: r["cache"]),
-    ("first prediction after one update (wall)", True,
+    ("first prediction (wall)", True,
      lambda r: f"{r['to_first_prediction']:.1f} s"),
     ("CPU", True, lambda r: f"{r['cpu']:.1f} s"),
     ("import river_dhbm", True, lambda r: f"{r['import']:.2f} s"),
@@ -335,17 +359,16 @@ def run(args: argparse.Namespace, command: str) -> int:
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    cold = [r["to_first_prediction"] for r in rows if r["cache"] == "empty"]
-    verdict = (f"slowest first prediction with an empty cache: {max(cold):.1f} s "
-               f"(target <= {TARGET_FIRST_USE:.0f} s)")
-    print(format_table(rows), "", verdict, sep="\n")
+    line = verdict(rows)
+    print(format_table(rows), "", line, sep="\n")
     if args.out:
         text = "\n".join([
             "# First use", "", f"`{command}`", "",
-            "Seconds from the start of a new process to the first prediction after one "
-            "mini-batch of labeled rows, each model in a process of its own; `empty`: a new "
+            f"Seconds from the start of a new process to the first prediction after "
+            f"{FIRST_USE_ROWS} labeled rows of `streams.LEDDrift` (`learn_one`), each model "
+            "in a process of its own; `empty`: a new "
             "NUMBA_CACHE_DIR (a fresh install), `warm`: the cache the first run filled.", "",
-            format_table(rows), "", verdict, "", f"Machine: {_machine()}.", ""])
+            format_table(rows), "", line, "", f"Machine: {_machine()}.", ""])
         write_report(args.out, text, command)
     return 0
 
