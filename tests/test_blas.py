@@ -74,3 +74,27 @@ def test_callable_from_a_kernel_on_wide_layers():
     C = np.zeros((784, 784))
     accumulate(A, B, C)
     np.testing.assert_allclose(C, 3 * A.T @ B, rtol=1e-12)
+
+
+def test_every_kernel_passes_the_flags_as_runtime_values():
+    """A literal `True`/`False` makes Numba compile one `gemm` per combination of flags (three
+    in the DHBM's update, each a library typed, optimised and linked of its own: about half a
+    second of a model's first use); `bool(...)` gives them all one signature."""
+    import pathlib
+    import re
+
+    import river_dhbm._kernels as kernels
+
+    calls = []
+    for path in pathlib.Path(kernels.__file__).parent.glob("*.py"):
+        text = re.sub(r"\s+", " ", path.read_text())
+        for start in (m.end() for m in re.finditer(r"(?<!def )(?<![\w.])gemm\(", text)):
+            depth, end = 1, start
+            while depth:  # the call's own closing parenthesis
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+            calls.append((path.name, text[start : end - 1]))
+    assert len(calls) >= 10
+    bare = [(name, call) for name, call in calls
+            if not re.search(r"bool\((True|False)\), bool\((True|False)\)$", call)]
+    assert not bare, bare

@@ -104,7 +104,9 @@ def gemm(A, B, C, alpha, beta, trans_a, trans_b):
     """`C [m, n] = alpha * op(A) @ op(B) + beta * C` for 2-d arrays all float64 or all float32
     (`dgemm` or `sgemm`; mixed dtypes do not compile), `op(A)` being
     `A.T` when `trans_a` (likewise `B`). `C` must be C-contiguous; `A`, `B` are copied if not.
-    With `beta == 0`, `C`'s old values are ignored (NaN included), as in BLAS."""
+    With `beta == 0`, `C`'s old values are ignored (NaN included), as in BLAS. Kernels pass
+    the flags as `bool(True)`, `bool(False)`: a literal flag is a compile-time constant to
+    Numba, which would compile one `gemm` per combination."""
     m, n = C.shape
     k = A.shape[0] if trans_a else A.shape[1]
     if (A.shape[1] if trans_a else A.shape[0]) != m or (B.shape[0] if trans_b else B.shape[1]) != n:

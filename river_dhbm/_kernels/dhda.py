@@ -152,9 +152,9 @@ def reconstruction_delta(mu, X, wrow, theta, theta_t, off, sizes, hcum, kind, de
                     g *= keep_in[r, i]
                 E[r, i] = g
                 gbias[i] += g
-        gemm(E, a, gW, 1.0, 1.0, True, False)  # decoder weights: e^T mu^l
+        gemm(E, a, gW, 1.0, 1.0, bool(True), bool(False))  # decoder weights: e^T mu^l
         back = np.empty((n, H), mu.dtype)
-        gemm(E, W, back, 1.0, 0.0, False, False)  # error reaching layer l: e W^l
+        gemm(E, W, back, 1.0, 0.0, bool(False), bool(False))  # error reaching layer l: e W^l
         for r in range(n):
             for j in range(H):
                 g = back[r, j] * derivative(a[r, j], kind)
@@ -179,10 +179,10 @@ def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, gra
         for r in range(n):
             for j in range(H):
                 gb[j] += Dl[r, j]
-        gemm(below, Dl, gW, 1.0, 1.0, True, False)
+        gemm(below, Dl, gW, 1.0, 1.0, bool(True), bool(False))
         if l < L - 1:
             above = layer(above_hat, hcum, n, l + 1)
-            gemm(Dl, above, matrix(grad, off, sizes, l + 1, COL_W), 1.0, 1.0, True, False)
+            gemm(Dl, above, matrix(grad, off, sizes, l + 1, COL_W), 1.0, 1.0, bool(True), bool(False))
 
 
 @njit(cache=True)

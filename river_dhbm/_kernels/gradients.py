@@ -83,7 +83,7 @@ def discriminative_delta(act, n, P, T, wrow, theta, theta_t, off, sizes, hcum, n
         gU = label_weights(grad, off, sizes, l, n_classes)
         Ml = layer(mask, hcum, n, l) if use_mask else V
         H = sizes[l + 1]
-        gemm(V, G, gU, 1.0, 1.0, True, False)  # dU^l += v^l^T G
+        gemm(V, G, gU, 1.0, 1.0, bool(True), bool(False))  # dU^l += v^l^T G
         S = np.empty((n, H), act.dtype)
         times_transposed(G, theta, theta_t, off[l, COL_U], H, n_classes, S, 0.0)  # G U^l^T
         for r in range(n):
@@ -120,7 +120,7 @@ def net_backward(X, act, delta, theta, theta_t, off, sizes, hcum, wcol, bcol, do
         for r in range(n):
             for j in range(H):
                 gm[j] += D[r, j]
-        gemm(below, D, gM, k, 1.0, True, False)  # dM^l += k v^{l-1}^T delta^l
+        gemm(below, D, gM, k, 1.0, bool(True), bool(False))  # dM^l += k v^{l-1}^T delta^l
         if l > 0:
             Db = layer(delta, hcum, n, l - 1)
             Mb = layer(mask, hcum, n, l - 1) if use_mask else below

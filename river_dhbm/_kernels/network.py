@@ -249,7 +249,7 @@ def softmax_rows(Z):
 @njit(**JIT, **INNER)
 def affine(below, M, out, k):
     """`out [n, H] = k * below [n, P] @ M [P, H]` (overwrites `out`)."""
-    gemm(below, M, out, k, 0.0, False, False)
+    gemm(below, M, out, k, 0.0, bool(False), bool(False))
 
 
 @njit(**JIT, **INNER)
@@ -261,9 +261,9 @@ def times_transposed(A, theta, theta_t, start, rows, cols, out, beta):
     for an inner dimension under 32, and its general path, which packs both operands, is
     much slower at the streams' sizes (docs/benchmarks.md)."""
     if theta_t.size > 0:
-        gemm(A, borrow(theta_t, start, (cols, rows)), out, 1.0, beta, False, False)
+        gemm(A, borrow(theta_t, start, (cols, rows)), out, 1.0, beta, bool(False), bool(False))
     else:
-        gemm(A, borrow(theta, start, (rows, cols)), out, 1.0, beta, False, True)
+        gemm(A, borrow(theta, start, (rows, cols)), out, 1.0, beta, bool(False), bool(True))
 
 
 @njit(**JIT, **INNER)
@@ -335,7 +335,7 @@ def joint_logits(act, n, theta, off, sizes, hcum, n_classes, Z):
             Z[r, k] = d[k]
     for l in range(L):
         gemm(layer(act, hcum, n, l), label_weights(theta, off, sizes, l, n_classes), Z, 1.0, 1.0,
-             False, False)
+             bool(False), bool(False))
 
 
 @njit(**JIT, **INNER)
