@@ -434,12 +434,6 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._update(X, y, P)
         return P
 
-    def _update_predicted(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """`_predict_update(X, y)`'s predicted class indices (the first largest of each row):
-        what the drift detector hears. Models whose update computes the prediction anyway
-        override it to take it from there."""
-        return self._predict_update(X, y).argmax(axis=1)
-
     def _proba_row(self, row: np.ndarray) -> list:
         """`p(y | x)` of one validated row float64 `[1, d]` as a list (models may override it
         with a cheaper one-row call)."""

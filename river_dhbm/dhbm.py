@@ -351,8 +351,7 @@ class DHBM(HybridClassifier):
     # ------------------------------------------------------------------ hooks
 
     def _update(self, X: np.ndarray, y: np.ndarray, first_pred: np.ndarray = _NO_CODES) -> None:
-        # the kernel makes the proxy labels itself, from the prediction it computes first, and
-        # writes that prediction's classes into `first_pred` (`[len(X)]` int64, or empty)
+        # the kernel makes the proxy labels from its first pass, whose classes go to `first_pred`
         n_batch = len(X)
         steps = scarce_labels.steps_at(self, self.n_labeled_seen)
         X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False, rounds=steps)
@@ -397,12 +396,9 @@ class DHBM(HybridClassifier):
         return self._work["P"][: len(X)].astype(np.float64)
 
     def _update_predicted(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        # Without dropout the update's first step predicts the batch as `_proba` does: its
-        # classes come from there, and the batch's own prediction kernel need not compile.
-        if self.dropout > 0 or not self._classes:
-            return super()._update_predicted(X, y)
-        predicted = np.empty(len(X), dtype=np.int64)
-        self._update(X, y, predicted)
+        if self.dropout > 0 or not self._classes:  # as above: the first step is the prediction
+            return self._predict_update(X, y).argmax(axis=1)
+        self._update(X, y, predicted := np.empty(len(X), dtype=np.int64))
         return predicted
 
     def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -440,16 +436,14 @@ class DHBM(HybridClassifier):
     _experts_row = safety.hybrid_experts_row  # the experts and their mixture: one call
 
     def _proba_one(self, row: np.ndarray, P: np.ndarray) -> int:
-        """`p(y | x)` of one row `[1, d]` into `P [1, C]` (plain loops: `dhbm_proba_row`);
-        returns the index of its first maximum."""
+        """`p(y | x)` of one row `[1, d]` into `P [1, C]`; the index of its first maximum."""
         return dhbm_kernels.dhbm_proba_row(
             row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
             1.0 - self.dropout, self._pred_act, P,
         )
 
     def _one_row_output(self) -> np.ndarray:
-        """The `[1, C]` output of a one-row prediction, kept in the scratch `_work` (rebuilt
-        when a class is added, left out of pickles)."""
+        """The `[1, C]` output of one-row predictions, in the scratch `_work` (not pickled)."""
         P = self._work.get("P1")
         if P is None:
             P = self._work["P1"] = np.empty((1, len(self._classes)))

@@ -4,10 +4,10 @@
 process of its own with an empty Numba cache (`NUMBA_CACHE_DIR` set to a new temporary
 directory), what a new user's first lines do: import `river_dhbm` and `streams`, build the
 model with its defaults and a seed, learn 41 labeled rows of `streams.LEDDrift` (`learn_one`)
-and predict one row; then the same with the cache warm (not with `--quick`). With `--kernels` it says where each
-model's first use goes instead: the seconds Numba spends on each jitted function it compiles
-(`CompileClock`), and how much of the whole is LLVM's. The models benchmark (`bench models`)
-times the phases of the DHBM's start (`startup_times`).
+and predict one row; then the same with the cache warm (not with `--quick`). With `--kernels`
+it says where each model's first use goes instead: the seconds Numba spends on each jitted
+function it compiles (`CompileClock`), and how much of the whole is LLVM's. The models
+benchmark (`bench models`) times the phases of the DHBM's start (`startup_times`).
 """
 
 from __future__ import annotations

@@ -118,7 +118,8 @@ def add_phase(V0, H, Y, w, scale, grad, off, sizes, hcum, n_classes, work):
                 gb[j] += hw[r, j]
         gemm(below, hw, matrix(grad, off, sizes, l, COL_W), 1.0, 1.0, bool(True), bool(False))
         if n_classes > 0:
-            gemm(hw, Y, label_weights(grad, off, sizes, l, n_classes), 1.0, 1.0, bool(True), bool(False))
+            gemm(hw, Y, label_weights(grad, off, sizes, l, n_classes), 1.0, 1.0, bool(True),
+                 bool(False))
     add_rows(V0, w, scale, borrow(grad, off[L, 0], (sizes[0],)))
     if n_classes > 0:
         add_rows(Y, w, scale, borrow(grad, off[L, 1], (n_classes,)))

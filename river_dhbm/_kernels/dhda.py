@@ -182,7 +182,8 @@ def encoder_backward(xhat, below_hat, above_hat, delta, n, sizes, hcum, off, gra
         gemm(below, Dl, gW, 1.0, 1.0, bool(True), bool(False))
         if l < L - 1:
             above = layer(above_hat, hcum, n, l + 1)
-            gemm(Dl, above, matrix(grad, off, sizes, l + 1, COL_W), 1.0, 1.0, bool(True), bool(False))
+            gemm(Dl, above, matrix(grad, off, sizes, l + 1, COL_W), 1.0, 1.0, bool(True),
+                 bool(False))
 
 
 @njit(cache=True)
