@@ -314,3 +314,37 @@ def test_paper_preset_is_the_complete_architecture_given_the_input_width():
     assert (model.steps, model.replay, model.init, model.optimizer) == (1, 0, "glorot", "sgd")
     assert DHBM.paper().hidden_sizes == DHBM().hidden_sizes
     assert DHBM.paper(24, hidden_sizes=(5,)).hidden_sizes == (5,)
+
+
+@pytest.mark.parametrize("estimator", ["mf", "sap"])
+def test_the_drift_detector_hears_the_prediction_the_update_starts_from(estimator):
+    """Without dropout the update's first pass is the batch's prediction: the classes the drift
+    detector hears from it (`_update_predicted`, so that `learn_one` never compiles the batch
+    prediction kernel) are `_proba`'s, batch after batch. The control: with dropout the first
+    pass is masked and its classes differ, so the model asks `_proba` instead."""
+    import itertools
+
+    def batches(model, rows=2000):
+        data = itertools.islice(streams.LEDDrift(seed=3), rows)
+        rng = np.random.default_rng(4)
+        for x, y in data:
+            model.learn_one(x, y if rng.random() < 0.2 else None)
+            if model._n_buf == model.batch_size - 1 and model._classes:
+                yield model
+
+    checked = 0
+    for model in batches(DHBM(estimator=estimator, seed=2)):
+        X, codes = model._X_buf.copy(), model._y_buf.copy()
+        expected = model._proba(X).argmax(axis=1)
+        twin = copy.deepcopy(model)
+        np.testing.assert_array_equal(twin._update_predicted(X, codes), expected)
+        checked += 1
+    assert checked > 50
+
+    differs = 0
+    for model in batches(DHBM(estimator=estimator, dropout=0.5, seed=2), rows=600):
+        X, codes = model._X_buf.copy(), model._y_buf.copy()
+        masked = np.empty(len(X), dtype=np.int64)
+        copy.deepcopy(model)._update(X, codes, masked)
+        differs += int((masked != model._proba(X).argmax(axis=1)).any())
+    assert differs > 0
