@@ -1,5 +1,5 @@
-"""How the kernels are compiled: the one choice between native and plain code, and where Numba
-caches the compiled kernels.
+"""How the kernels are compiled: native or plain code, the inner kernels for linking only, and
+where Numba caches the compiled kernels.
 
 - `NATIVE`: the matrix products call BLAS through Numba's `numba_xxgemm` symbol with BLAS's
   accumulation and transpose arguments (`blas.gemm`), and array views are made from raw
@@ -7,12 +7,16 @@ caches the compiled kernels.
   API, so both have a plain version (`np.dot` and a loop; slices and reshapes) that computes the
   same to round-off. The native one is used when Numba has the symbol, unless the environment
   variable `RIVER_DHBM_PLAIN_KERNELS=1` asks for the plain one. Chosen once, at import.
+- `LINK_ONLY`: the kernels only other kernels call are compiled for linking only, without
+  machine code or a module optimisation of their own (`linking`, another of Numba's
+  internals): on when Numba has those internals, unless `RIVER_DHBM_PLAIN_KERNELS=1`.
 - The cache: Numba keys each kernel's on-disk cache on its own source file only, so a kernel
   that inlines a function from another module would keep running its stale copy after that
   module is edited. The kernels are therefore cached in a directory named after a hash of
-  every kernel module's source and of `NATIVE`: an edit anywhere, or the other choice, starts
-  a fresh directory. It lies under `NUMBA_CACHE_DIR` when that is set, else in the package's
-  `__pycache__` (or the user's cache directory when the package's is not writable).
+  every kernel module's source and of `NATIVE` and `LINK_ONLY`: an edit anywhere, or another
+  choice, starts a fresh directory. It lies under `NUMBA_CACHE_DIR` when that is set, else in
+  the package's `__pycache__` (or the user's cache directory when the package's is not
+  writable).
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import hashlib
 import os
 import pathlib
 
-__all__ = ["INNER", "JIT", "NATIVE", "cache_dir", "caching_here", "kernels_dir"]
+from river_dhbm._kernels import linking
+
+__all__ = ["INNER", "JIT", "LINK_ONLY", "NATIVE", "cache_dir", "caching_here", "kernels_dir"]
 
 #: Options of most kernels (the MLP's and the autoencoders' take `cache=True` alone), cached on
 #: disk. error_model="numpy": float division without Python's zero check, so loops vectorise;
@@ -31,7 +37,8 @@ __all__ = ["INNER", "JIT", "NATIVE", "cache_dir", "caching_here", "kernels_dir"]
 JIT = dict(cache=True, error_model="numpy", fastmath={"contract", "arcp", "nsz"})
 
 #: Options of the kernels only other kernels call: no Python or C entry point to compile (a
-#: fifth of a model's first use). Tests call them through `tests/kernel_calls.py`.
+#: fifth of a model's first use), and so compiled for linking only (`LINK_ONLY`). Tests call
+#: them through `tests/kernel_calls.py`.
 INNER = dict(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -49,11 +56,16 @@ def _native_available() -> bool:
         return False
 
 
-NATIVE: bool = os.environ.get("RIVER_DHBM_PLAIN_KERNELS", "") in ("", "0") and _native_available()
+_PLAIN_ASKED = os.environ.get("RIVER_DHBM_PLAIN_KERNELS", "") not in ("", "0")
+NATIVE: bool = not _PLAIN_ASKED and _native_available()
+LINK_ONLY: bool = not _PLAIN_ASKED and linking.available()
+if LINK_ONLY:
+    linking.install()
 
 
 def _stamp() -> str:
     digest = hashlib.sha256(b"native" if NATIVE else b"plain")
+    digest.update(b"link-only" if LINK_ONLY else b"")  # entries Numba alone cannot load
     for path in sorted(_HERE.glob("*.py")):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
