@@ -38,13 +38,20 @@ def _alive_in_group(pgid: int) -> list[int]:
     return pids
 
 
+def _as_a_shell_starts_a_job():
+    # Ctrl-C reaches a shell's foreground job: whatever the test process ignores or blocks
+    # (an ignored or blocked signal stays so across exec) must not carry over to the command
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _start(args, tmp_path):
     """The command, started in its own process group once its workers run (two processes
     besides the parent that are its children)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "evaluation", *args, "--out", str(tmp_path / "out")],
         cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        text=True, preexec_fn=_as_a_shell_starts_a_job,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
