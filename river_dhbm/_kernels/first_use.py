@@ -23,11 +23,11 @@ __all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 #: from a fresh process to its first prediction with an empty cache, rounded from the table
 #: in docs/benchmarks.md, "The first use", which names the command).
 FIRST_KERNELS = {
-    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 17),
-    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 18),
-    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 18),
-    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 16),
-    "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 12),
+    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 14),
+    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 14),
+    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 15),
+    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 15),
+    "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 10),
 }
 
 #: The learning kernel of a model with `estimator="sap"` (those above are the mean-field ones,
