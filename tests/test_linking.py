@@ -94,3 +94,29 @@ def test_uninstall_restores_numba_and_install_is_idempotent():
     finally:
         if was:
             linking.install()
+
+
+@pytest.mark.skipif(config.DISABLE_JIT or not build.LINK_ONLY,
+                    reason="needs the JIT and the Numba internals linking replaces")
+def test_an_inner_kernel_asked_for_its_address_gets_machine_code(monkeypatch):
+    """Link-only is lazy, not lost: asking an inner kernel's library for an address emits its
+    machine code then. (The caller, which has an entry point, is compiled as Numba does.)"""
+    from numba import njit
+
+    monkeypatch.setattr(linking, "_PACKAGE", __name__)
+
+    @njit(**build.INNER)
+    def twice(x):
+        return 2.0 * x
+
+    @njit
+    def caller(x):
+        return twice(x) + 1.0
+
+    assert caller(1.5) == 4.0
+    inner = twice.overloads[twice.signatures[0]]
+    entry = caller.overloads[caller.signatures[0]]
+    assert linking.is_link_only(inner.library) and not linking.is_link_only(entry.library)
+    assert inner.library.get_pointer_to_function(inner.fndesc.llvm_func_name) != 0
+    assert not linking.is_link_only(inner.library)
+    assert caller(2.0) == 5.0
