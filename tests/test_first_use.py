@@ -255,7 +255,9 @@ _PAY_SCRIPT = textwrap.dedent(
         for info in pkgutil.iter_modules(_kernels.__path__):
             module = importlib.import_module(f"river_dhbm._kernels.{info.name}")
             for name, value in vars(module).items():
-                if getattr(value, "signatures", None):
+                # each kernel under the module that defines it, not under those importing it
+                py_func = getattr(value, "py_func", None)
+                if getattr(value, "signatures", None) and py_func.__module__ == module.__name__:
                     names.append(f"{info.name}.{name}")
         return sorted(set(names))
 
