@@ -23,10 +23,10 @@ __all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 #: from a fresh process to its first prediction with an empty cache, rounded from the table
 #: in docs/benchmarks.md, "The first use", which names the command).
 FIRST_KERNELS = {
-    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 14),
-    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 14),
-    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 15),
-    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 15),
+    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 15),
+    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 13),
+    "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 14),
+    "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 13),
     "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 10),
 }
 
