@@ -12,7 +12,7 @@ from river import base
 
 from river_dhbm import fused_run, safety, scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
-from river_dhbm._kernels import network, parameters
+from river_dhbm._kernels import entries, network, parameters
 from river_dhbm._input.params import (
     PSEUDO_LABELS,
     check_beta_schedule,
@@ -424,8 +424,7 @@ class DHBM(HybridClassifier):
         return P.astype(np.float64, copy=False)
 
     def _proba_row(self, row: np.ndarray) -> list:
-        # one row with every buffer preallocated (the output in the scratch `_work`, which is
-        # rebuilt when a class is added): the prediction of River's per-instance loop
+        # River's per-instance loop: every buffer preallocated (the output in `_work`)
         P = self._one_row_output()
         self._proba_one(row, P)
         return P[0].tolist()
@@ -434,10 +433,11 @@ class DHBM(HybridClassifier):
         return self._proba_one(row, self._one_row_output())
 
     _experts_row = safety.hybrid_experts_row  # the experts and their mixture: one call
+    _scores_with_experts_row = True  # its rows are the experts' own `_proba_row`s, to the bit
 
     def _proba_one(self, row: np.ndarray, P: np.ndarray) -> int:
         """`p(y | x)` of one row `[1, d]` into `P [1, C]`; the index of its first maximum."""
-        return dhbm_kernels.dhbm_proba_row(
+        return entries.dhbm_proba_row(
             row, self._theta, self._off, self._sizes, self._hcum, len(self._classes), self._kind,
             1.0 - self.dropout, self._pred_act, P,
         )

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_dhbm._kernels.linear import linear_learn, linear_proba
+from river_dhbm._kernels.entries import linear_proba
+from river_dhbm._kernels.linear import linear_learn
 from river_dhbm.scarce_labels import MEMORY_HORIZON, steps_at, stream_row
 
 #: The gradient step over the mean gradient of a mini-batch's rows, on standardized inputs

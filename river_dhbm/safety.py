@@ -44,6 +44,7 @@ import math
 import numpy as np
 
 from river_dhbm._input.checks import check_dict
+from river_dhbm._kernels import entries
 from river_dhbm._kernels import mixture as mixture_kernels
 from river_dhbm.linear_expert import NO_LINEAR, LinearExpert
 
@@ -164,7 +165,7 @@ class AggregatingMixture:
         if self.weights[0] == 1.0:
             out[:] = P[0]
         else:
-            mixture_kernels.mix_row(P, self.weights, self.log_temps, out)
+            entries.mix_row(P, self.weights, self.log_temps, out)
         return int(out.argmax())
 
     def score_row(self, P: np.ndarray, code: int) -> None:
@@ -293,8 +294,15 @@ def expert_proba(model, X: np.ndarray) -> list:
 
 
 def expert_proba_row(model, row: np.ndarray) -> np.ndarray:
-    """`expert_proba` of one validated row `[1, d]`, as one array `[E, K]`."""
+    """`expert_proba` of one validated row `[1, d]`, as one array `[E, K]`: through the model's
+    one kernel call when its experts' rows are the same numbers (`_scores_with_experts_row`):
+    its mixture is not needed here, but a first use then compiles no expert's kernel of its
+    own."""
     P = np.empty((len(model._mixture.weights), len(model._classes)))
+    experts_row = getattr(model, "_experts_row", None)
+    if experts_row is not None and getattr(model, "_scores_with_experts_row", False):
+        experts_row(row, model._mixture.weights, P, np.empty(P.shape[1]))
+        return P
     P[0] = model._proba_row(row)
     if model._twin is not None:
         P[1] = model._twin._proba_row(row)

@@ -19,12 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 from river_dhbm._input.params import check_bool, check_int, check_range
-from river_dhbm._kernels.replay import (
-    NO_PROXY_LABELS,
-    confident_labels,
-    memory_push,
-    memory_replay,
-)
+from river_dhbm._kernels.entries import confident_labels, memory_push, memory_replay
+from river_dhbm._kernels.replay import NO_PROXY_LABELS
 
 #: Labeled rows a model must have learnt before its confident proxy labels start: a model fitted
 #: to a handful of labels is confidently wrong (the measurement: docs/models/index.md).

@@ -8,6 +8,7 @@ import pytest
 import reference_dhbm as ref
 
 from river_dhbm._kernels import dhbm as DK
+from river_dhbm._kernels import entries
 from river_dhbm._kernels import gradients as G
 from river_dhbm._kernels import network as K
 from river_dhbm._kernels import parameters
@@ -88,7 +89,7 @@ def test_one_row_proba_matches_reference(kind, scale):
     act = np.full(hcum[-1], np.nan)  # scratch: nothing of it is read before it is written
     for i in range(len(X)):
         P = np.full((1, 3), np.nan)
-        best = DK.dhbm_proba_row(X[i : i + 1], theta, off, sizes, hcum, 3, kind, scale, act, P)
+        best = entries.dhbm_proba_row(X[i : i + 1], theta, off, sizes, hcum, 3, kind, scale, act, P)
         np.testing.assert_allclose(P[0], expected[i], rtol=RTOL, atol=ATOL)
         assert best == P[0].tolist().index(max(P[0]))  # predict_one's answer: the first maximum
 
@@ -98,7 +99,7 @@ def test_one_row_prediction_is_the_first_maximum():
     rng, sizes, off, hcum, theta, X = _setup()
     act, P = np.zeros(hcum[-1]), np.zeros((1, 3))
     zero = np.zeros_like(theta)
-    assert DK.dhbm_proba_row(X[:1], zero, off, sizes, hcum, 3, K.SIGMOID, 1.0, act, P) == 0
+    assert entries.dhbm_proba_row(X[:1], zero, off, sizes, hcum, 3, K.SIGMOID, 1.0, act, P) == 0
     np.testing.assert_allclose(P[0], 1 / 3)
 
 

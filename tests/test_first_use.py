@@ -281,16 +281,20 @@ _PAY_SCRIPT = textwrap.dedent(
 def test_the_first_prediction_compiles_only_what_its_path_uses():
     """`DHBM()`'s first use through River's `learn_one` and `predict_one` never calls the
     kernels of other paths or options (the many-row predictions and scoring, the SAP
-    estimator, the fused run, the other models): each would add seconds to a newcomer's wait.
-    The control: `learn_many` afterwards does call the many-row kernels."""
+    estimator, the fused run, the other models), nor compiles a Python entry point to a kernel
+    that only its kernels call (`entries`): each would add seconds to a newcomer's wait. The
+    control: `learn_many` afterwards does call the many-row kernels and the linear expert's
+    predictions from Python."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
     done = subprocess.run([sys.executable, "-c", _PAY_SCRIPT], env=env, capture_output=True,
                           text=True, check=True)
     first, after = json.loads(done.stdout.strip().splitlines()[-1])
     others = ("dhda.", "hsda.", "sben.", "mlp.")
     never = {"dhbm.dhbm_proba", "mixture.score_rows", "dhbm.dhbm_update_sap",
-             "dhbm_phases.sap_sweep", "dhbm.dhbm_test_then_train", "dhbm_experts.dhbm_experts_run"}
+             "dhbm_phases.sap_sweep", "dhbm.dhbm_test_then_train", "dhbm_experts.dhbm_experts_run",
+             "entries.dhbm_proba_row", "entries.linear_proba", "entries.mix_row",
+             "entries.confident_labels"}
     assert {"dhbm.dhbm_update_mf", "mixture.hybrid_experts_row"} <= set(first)
     assert not never & set(first), never & set(first)
     assert not [name for name in first if name.startswith(others)]
-    assert {"dhbm.dhbm_proba", "mixture.score_rows"} <= set(after)
+    assert {"dhbm.dhbm_proba", "mixture.score_rows", "entries.linear_proba"} <= set(after)

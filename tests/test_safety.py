@@ -153,10 +153,10 @@ def test_safe_unlabeled_and_linear_expert_are_checked():
 # ---------------------------------------------------------------------------------- predictions
 
 
-def _mixed_model(seed=3):
-    """A DHBM whose mixture weighs its experts (no weight rounds to 0 or 1)."""
+def _mixed_model(cls=DHBM, seed=3):
+    """A DHBM (or `cls`) whose mixture weighs its experts (no weight rounds to 0 or 1)."""
     X, y, labeled = _linear_stream(600, seed=seed)
-    model = DHBM(hidden_sizes=(8,), seed=seed)
+    model = cls(hidden_sizes=(8,), seed=seed)
     model.learn_arrays(X, y, labeled)
     assert 0.0 < model.unlabeled_trust < 1.0 and 0.0 < model.expert_weights["linear"] < 1.0
     return model, X
@@ -173,6 +173,24 @@ def test_every_path_predicts_the_mixture():
         proba = model.predict_proba_one(x)
         np.testing.assert_allclose([proba[c] for c in model.classes_], p, atol=1e-12)
         assert model.predict_one(x) == model.classes_[int(np.argmax(p))]
+
+
+def test_learn_one_scores_each_expert_with_its_own_one_row_prediction():
+    """A labeled row's experts are scored through the one kernel call of the predictions when
+    that call's rows are each expert's own one-row prediction, to the bit (the DHBM's). The
+    control is the DHDA, whose network predicts a row with its batch kernel, at round-off from
+    that call: it scores with each expert's own."""
+    for cls, through_one_call in ((DHBM, True), (DHDA, False)):
+        model, X = _mixed_model(cls)
+        rows = [X[i : i + 1] for i in range(40)]
+        scored = np.array([safety.expert_proba_row(model, row) for row in rows])
+        one_call = np.empty_like(scored)
+        for row, P in zip(rows, one_call):
+            model._experts_row(row, model._mixture.weights, P, np.empty(P.shape[1]))
+        model._scores_with_experts_row = False  # each expert's own one-row kernel
+        own = np.array([safety.expert_proba_row(model, row) for row in rows])
+        np.testing.assert_array_equal(scored, one_call if through_one_call else own)
+        assert (one_call == own).all() if through_one_call else (one_call != own).any()
 
 
 def test_test_then_train_predicts_the_mixture_block_by_block():

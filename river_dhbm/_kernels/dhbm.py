@@ -363,7 +363,7 @@ def dhbm_proba(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
     joint_proba(act, n, theta, off, sizes, hcum, n_classes, P)
 
 
-@njit(**JIT)
+@njit(**JIT, **INNER)
 def dhbm_proba_row(X, theta, off, sizes, hcum, n_classes, kind, scale, act, P):
     """`dhbm_proba` of ONE row `X [1, D]` into `P [1, C]`, in
     plain loops: for one row the calls into BLAS and the views cost several times the

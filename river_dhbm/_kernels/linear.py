@@ -56,7 +56,7 @@ def _scale(m2, count, scale):
         scale[j] = 1.0 / math.sqrt(var) if var > 1e-18 else 1.0
 
 
-@njit(**JIT)
+@njit(**JIT, **INNER)
 def linear_proba(W, b, mean, m2, count, X, out):
     """`p(y | x)` of the rows of `X` into `out [n, K]`."""
     d = X.shape[1]

@@ -86,7 +86,7 @@ def substitute_row(Q, weights, out):
         out[k] = max(0.0, (s - g[k]) / 2.0)
 
 
-@njit(**JIT)
+@njit(**JIT, **INNER)
 def mix_row(P, weights, log_temps, out):
     """The mixture's prediction of one row into `out [K]`: the experts' `P [E, K]` calibrated
     (`calibrate`), then the Brier game's substitution with `weights [E]`."""

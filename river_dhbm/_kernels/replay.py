@@ -39,7 +39,7 @@ def step_rows(X, y, n, s, steps, xs, ys):
     return n + R
 
 
-@njit(**JIT)
+@njit(**JIT, **INNER)
 def memory_push(mem_X, mem_y, mem_rows, state, X, codes, n, now):
     """Store the labeled rows (`codes >= 0`) among the first `n` rows of `X` in the ring, each
     stamped with `now`, the stream row at which it came (`mem_rows`)."""
@@ -66,7 +66,7 @@ def memory_expire(mem_rows, state, now, horizon):
         state[0] -= 1
 
 
-@njit(**JIT)
+@njit(**JIT, **INNER)
 def memory_replay(mem_X, mem_y, mem_rows, state, X, codes, n, u, out_X, out_codes, now,
                   horizon):
     """The first `n` rows of `(X, codes)` followed by one stored row per uniform in `u` (row
@@ -92,7 +92,7 @@ def memory_replay(mem_X, mem_y, mem_rows, state, X, codes, n, u, out_X, out_code
     return n + u.shape[0]
 
 
-@njit(**JIT)
+@njit(**JIT, **INNER)
 def confident_labels(codes, P, n, confidence):
     """Give each unlabeled row among the first `n` whose largest probability in `P` reaches
     `confidence` its predicted class (the first largest), in place; returns how many."""
