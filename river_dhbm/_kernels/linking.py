@@ -9,21 +9,20 @@ first use they were a fifth of the compile time (docs/benchmarks.md, "The first 
 `install` teaches Numba's JIT library to stop there for this package's inner kernels (their
 functions are in `river_dhbm._kernels` and they have neither a Python nor a C entry point):
 
-- their module is not optimised at all, neither function by function nor as a module: the
-  caller's module passes, over everything it links in, inlined, are the only ones (and they run
-  every function pass on each function anyway);
+- their module is optimised function by function, as every library is, and left at that: the
+  module passes are the caller's, over everything it links in, inlined;
 - no machine code is emitted for them, unless something asks for an address after all
   (then it is emitted on demand);
 - their cache entry holds the module to link (a `"link-only"` kind), not object code.
 
-So a caller now optimises its callees' code from their lowered form, not from their optimised
-one. Nothing is reassociated either way (`build.JIT`); fused multiply-adds
+So a caller now optimises its callees' code from their function-level form, not from their
+module-optimised one. Nothing is reassociated either way (`build.JIT`); fused multiply-adds
 could in principle form elsewhere, but every fingerprint of the five models (learn_one,
 River's loop, learn_many, the array path, on LED and Waveform) is the same to the bit, and
 `tests/test_linking.py` pins the DHBM's predictions against Numba's own compilation.
 
 It reaches below Numba's public API (`numba.core.codegen.JITCodeLibrary`,
-`JITCPUCodegen.set_env`, `CPUContext.get_executable` and `lowering.BaseLower.lower`, pinned with Numba's minor version in
+`JITCPUCodegen.set_env` and `CPUContext.get_executable`, pinned with Numba's minor version in
 pyproject.toml). It is installed only when those internals are found, and not with
 `RIVER_DHBM_PLAIN_KERNELS=1` (`build.LINK_ONLY`).
 """
@@ -43,17 +42,15 @@ def available() -> bool:
     """Whether this Numba has the internals `install` replaces."""
     try:
         from numba import _dynfunc  # noqa: F401
-        from numba.core import codegen, cpu, lowering
+        from numba.core import codegen, cpu
     except ImportError:
         return False
     needed = ("_finalize_final_module", "_finalize_dynamic_globals",
-              "_verify_declare_only_symbols", "_optimize_functions", "_optimize_final_module",
-              "_get_module_for_linking", "get_pointer_to_function", "serialize_using_object_code",
-              "_unserialize")
+              "_verify_declare_only_symbols", "_optimize_final_module", "_get_module_for_linking",
+              "get_pointer_to_function", "serialize_using_object_code", "_unserialize")
     return (all(hasattr(codegen.JITCodeLibrary, name) for name in needed)
             and hasattr(cpu.CPUContext, "get_executable")
-            and hasattr(codegen.JITCPUCodegen, "set_env")
-            and hasattr(lowering.BaseLower, "lower"))
+            and hasattr(codegen.JITCPUCodegen, "set_env"))
 
 
 def is_link_only(library) -> bool:
@@ -62,11 +59,18 @@ def is_link_only(library) -> bool:
     return getattr(library, "_river_dhbm_link_only", False)
 
 
-def _only_linked(fndesc, flags) -> bool:
-    """Whether the function `fndesc`, compiled with `flags`, is one of this package's kernels
-    that has neither a Python nor a C entry point."""
-    return (flags is not None and fndesc.modname.startswith(_PACKAGE)
-            and flags.no_cpython_wrapper and flags.no_cfunc_wrapper)
+def _only_linked(library, fndesc) -> bool:
+    """Whether the function `fndesc` of the unfinalised `library` is one of this package's
+    kernels that has neither a Python nor a C entry point."""
+    if not fndesc.modname.startswith(_PACKAGE):
+        return False
+    for name in (fndesc.llvm_cpython_wrapper_name, fndesc.llvm_cfunc_wrapper_name):
+        try:
+            if not library._final_module.get_function(name).is_declaration:
+                return False
+        except NameError:  # not in the module at all
+            pass
+    return True
 
 
 def install() -> None:
@@ -76,11 +80,9 @@ def install() -> None:
         return
     from llvmlite import binding as llvm
     from numba import _dynfunc
-    from numba.core import codegen, cpu, lowering
+    from numba.core import codegen, cpu
 
     library_class = codegen.JITCodeLibrary
-    lower = lowering.BaseLower.lower
-    optimise_functions = library_class._optimize_functions
     optimise_final = library_class._optimize_final_module
     finalise_final = library_class._finalize_final_module
     pointer_to = library_class.get_pointer_to_function
@@ -89,27 +91,8 @@ def install() -> None:
     get_executable = cpu.CPUContext.get_executable
     set_env = codegen.JITCPUCodegen.set_env
 
-    def lower_function(self):
-        # decided before the lowered module reaches the library, which optimises its functions
-        if _only_linked(self.fndesc, self.flags):
-            self.library._river_dhbm_link_only = True
-        lower(self)
-
-    def _optimize_functions(self, module):
-        if not is_link_only(self):
-            optimise_functions(self, module)
-            return
-        # a link-only module is optimised in its callers; only its dead code goes now: loads of
-        # other kernels' environments that would keep it out of Numba's cache
-        module.data_layout = self._codegen._data_layout
-        for function in module.functions:
-            if not function.is_declaration:
-                passes, builder = self._codegen._function_pass_manager(opt=0)
-                passes.add_dead_code_elimination_pass()
-                passes.run(function, builder)
-
     def _optimize_final_module(self):
-        if not is_link_only(self):
+        if not is_link_only(self):  # a link-only module is optimised in its callers
             optimise_final(self)
 
     def _finalize_final_module(self):
@@ -121,11 +104,9 @@ def install() -> None:
         self._finalized = True
 
     def get_pointer_to_function(self, name):
-        if is_link_only(self):  # an address asked for after all: optimise and emit it now
+        if is_link_only(self):  # an address asked for after all: emit the code now
             self._ensure_finalized()
             self._river_dhbm_link_only = False
-            optimise_functions(self, self._final_module)
-            optimise_final(self)
             finalise_final(self)
         return pointer_to(self, name)
 
@@ -146,6 +127,8 @@ def install() -> None:
         return library
 
     def executable(self, library, fndesc, env):
+        if not library._finalized and _only_linked(library, fndesc):
+            library._river_dhbm_link_only = True
         if not is_link_only(library):
             return get_executable(self, library, fndesc, env)
         library._ensure_finalized()
@@ -161,8 +144,6 @@ def install() -> None:
             set_env(self, env_name, env)
 
     replaced = {
-        (lowering.BaseLower, "lower"): lower_function,
-        (library_class, "_optimize_functions"): _optimize_functions,
         (library_class, "_optimize_final_module"): _optimize_final_module,
         (library_class, "_finalize_final_module"): _finalize_final_module,
         (library_class, "get_pointer_to_function"): get_pointer_to_function,
