@@ -23,7 +23,7 @@ __all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 #: from a fresh process to its first prediction with an empty cache, rounded from the table
 #: in docs/benchmarks.md, "The first use", which names the command).
 FIRST_KERNELS = {
-    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 15),
+    "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 13),
     "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 13),
     "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 14),
     "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 13),
