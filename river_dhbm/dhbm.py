@@ -30,7 +30,6 @@ __all__ = ["DHBM"]
 
 #: `estimator` -> the kernels' code of the likelihood-gradient estimator.
 ESTIMATORS = {"mf": dhbm_kernels.MF, "sap": dhbm_kernels.SAP}
-_NO_CODES = np.zeros(0, dtype=np.int64)  # `first_pred` of an update whose caller needs none
 
 
 class DHBM(HybridClassifier):
@@ -350,8 +349,9 @@ class DHBM(HybridClassifier):
 
     # ------------------------------------------------------------------ hooks
 
-    def _update(self, X: np.ndarray, y: np.ndarray, first_pred: np.ndarray = _NO_CODES) -> None:
-        # the kernel makes the proxy labels from its first pass, whose classes go to `first_pred`
+    def _update(self, X: np.ndarray, y: np.ndarray, first_P: np.ndarray | None = None) -> None:
+        # the kernel makes the proxy labels from its first pass, whose `p(y | v)` it keeps in
+        # `first_P` when asked (the work array of that name)
         n_batch = len(X)
         steps = scarce_labels.steps_at(self, self.n_labeled_seen)
         X, y = scarce_labels.learning_batch(self, X, y, proxy_labels=False, rounds=steps)
@@ -378,28 +378,23 @@ class DHBM(HybridClassifier):
         # one kernel per estimator: the MF kernel never compiles the SAP negative phase
         dhbm_kernels.UPDATE_KERNELS[self._estimator](
             X, y, self._net(), (self._grad, self._moments, self._adam_steps + 1), settings, mask,
-            particles, self._work_arrays(), steps, n_batch, first_pred,
+            particles, self._work_arrays(), steps, n_batch,
+            self._work["first_P"][:0] if first_P is None else first_P,
         )
         self._adam_steps += steps
 
     # ------------------------------------------------------------------ predictions
 
     def _predict_update(self, X: np.ndarray, y: np.ndarray, P=None) -> np.ndarray:
-        # Without dropout the update's first step, the recognition pass and `p(y | v)` into the
-        # work array `P`, is exactly the prediction (`_proba`): test-then-train needs one pass.
-        if (P is not None or self.dropout > 0 or not self._classes
-                or scarce_labels.steps_at(self, self.n_labeled_seen) > 1):
+        # Without dropout the update's first step, the recognition pass and `p(y | v)`, is
+        # exactly the prediction (`_proba`), which it keeps: test-then-train needs one pass
+        if P is not None or self.dropout > 0 or not self._classes:
             P = self._proba(X) if P is None else P  # the update makes its proxy labels itself
             self._update(X, y)
             return P
-        self._update(X, y)
-        return self._work["P"][: len(X)].astype(np.float64)
-
-    def _update_predicted(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        if self.dropout > 0 or not self._classes:  # as above: the first step is the prediction
-            return self._predict_update(X, y).argmax(axis=1)
-        self._update(X, y, predicted := np.empty(len(X), dtype=np.int64))
-        return predicted
+        first = self._work["first_P"]
+        self._update(X, y, first)
+        return first[: len(X)].astype(np.float64)
 
     def _test_then_train_run(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         # Mean-field estimator without dropout: nothing random, so a run of mini-batches is one

@@ -207,7 +207,7 @@ def _learner(model, X: np.ndarray, labeled: np.ndarray) -> tuple:
                model._work_arrays(),
                (memory.X, memory.y, memory.rows, memory.state, uniforms, model.replay,
                 scarce_labels.stream_row(model), scarce_labels.MEMORY_HORIZON),
-               model._work["first_pred"])
+               model._work["first_P"])
     return learner, steps
 
 

@@ -16,7 +16,7 @@ from river_dhbm import change, safety
 from river_dhbm._input.checks import row_packer
 
 __all__ = ["batch_by_batch", "flush", "learn", "mixed_flush", "push", "push_one",
-           "test_then_train", "update_predicted"]
+           "test_then_train"]
 
 
 def push(model, rows: np.ndarray, labeled: list) -> None:
@@ -118,7 +118,7 @@ def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int, predict: bool
         P = model._predict_update(X, codes, P)
         predicted = P.argmax(axis=1) if watch else None
     elif watch:  # the classes alone, for the detector
-        predicted = update_predicted(model, X, codes)
+        predicted = model._predict_update(X, codes).argmax(axis=1)
     else:
         model._update(X, codes)
     model.n_updates += 1
@@ -128,14 +128,6 @@ def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int, predict: bool
     if model._watch.due(model.n_updates):
         change.restart(model)
     return P
-
-
-def update_predicted(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """`learn`'s update when only the drift detector needs its prediction: the class indices
-    `_predict_update` predicts, or those of the update's own first pass from a model whose
-    `_update_predicted` gives them (the DHBM's: no batch prediction kernel to compile)."""
-    own = getattr(model, "_update_predicted", None)
-    return own(X, codes) if own is not None else model._predict_update(X, codes).argmax(axis=1)
 
 
 # ---------------------------------------------------------------------------- test-then-train

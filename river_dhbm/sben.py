@@ -293,7 +293,6 @@ class SBEN(DHBM):
     # the stack's update does not start with its prediction's pass (unlike the DHBM's), and its
     # one-row prediction is its own (`_proba_row`), not the DHBM's kernel
     _predict_update = HybridClassifier._predict_update
-    _update_predicted = None  # its update takes the prediction: `_predict_update`'s classes
     _test_then_train_run = HybridClassifier._test_then_train_run
     _predict_row = HybridClassifier._predict_row
     _experts_row = None  # its experts answer one call each (`safety`)

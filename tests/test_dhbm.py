@@ -12,6 +12,7 @@ from river import checks
 
 import reference_dhbm as ref
 import streams
+from river_dhbm import scarce_labels
 from river_dhbm._kernels import dhbm as dhbm_kernels
 from river_dhbm._kernels import network as kernels
 from river_dhbm._kernels import parameters
@@ -318,10 +319,11 @@ def test_paper_preset_is_the_complete_architecture_given_the_input_width():
 
 @pytest.mark.parametrize("estimator", ["mf", "sap"])
 def test_the_drift_detector_hears_the_prediction_the_update_starts_from(estimator):
-    """Without dropout the update's first pass is the batch's prediction: the classes the drift
-    detector hears from it (`_update_predicted`, so that `learn_one` never compiles the batch
-    prediction kernel) are `_proba`'s, batch after batch. The control: with dropout the first
-    pass is masked and its classes differ, so the model asks `_proba` instead."""
+    """Without dropout the update's first pass is the batch's prediction: the probabilities
+    `_predict_update` keeps from it (so that `learn_one`'s drift detector and test-then-train
+    never compile the batch prediction kernel, however many steps the update takes) are
+    `_proba`'s to round-off and its classes, batch after batch. The control: with dropout the
+    first pass is masked and its classes differ, so the model asks `_proba` instead."""
     import itertools
 
     def batches(model, rows=2000):
@@ -332,19 +334,22 @@ def test_the_drift_detector_hears_the_prediction_the_update_starts_from(estimato
             if model._n_buf == model.batch_size - 1 and model._classes:
                 yield model
 
-    checked = 0
+    checked, several_steps = 0, 0
     for model in batches(DHBM(estimator=estimator, seed=2)):
         X, codes = model._X_buf.copy(), model._y_buf.copy()
-        expected = model._proba(X).argmax(axis=1)
+        expected = model._proba(X)
         twin = copy.deepcopy(model)
-        np.testing.assert_array_equal(twin._update_predicted(X, codes), expected)
+        several_steps += scarce_labels.steps_at(twin, twin.n_labeled_seen) > 1
+        got = twin._predict_update(X, codes)
+        np.testing.assert_array_equal(got.argmax(axis=1), expected.argmax(axis=1))
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
         checked += 1
-    assert checked > 50
+    assert checked > 50 and several_steps > 10
 
     differs = 0
     for model in batches(DHBM(estimator=estimator, dropout=0.5, seed=2), rows=600):
         X, codes = model._X_buf.copy(), model._y_buf.copy()
-        masked = np.empty(len(X), dtype=np.int64)
+        masked = np.empty((len(X), len(model._classes)))
         copy.deepcopy(model)._update(X, codes, masked)
-        differs += int((masked != model._proba(X).argmax(axis=1)).any())
+        differs += int((masked.argmax(axis=1) != model._proba(X).argmax(axis=1)).any())
     assert differs > 0

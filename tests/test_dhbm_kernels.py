@@ -149,7 +149,7 @@ def test_update_matches_reference(case, C, adam, mirror):
     DK.UPDATE_KERNELS[estimator](X, y, (got[0], off, sizes, hcum, C, kind),
                                  (grad, got[4] if adam else np.zeros(0), 3), settings, mask,
                                  (got[1], got[2], got[3], part_mask, noise_h, noise_v),
-                                 tuple(work), 1, len(X), np.zeros(0, np.int64))
+                                 tuple(work), 1, len(X), np.zeros((0, C)))
     assert not np.array_equal(got[0], theta)
     for a, b in zip(got, expected):
         if b is not None:
@@ -302,7 +302,7 @@ def test_encoder_backward_uses_the_chosen_columns(mirror):
 def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy):
     """`steps=3` over `[batch | rows of step 0 | of step 1 | of step 2]` is three one-step
     calls, step `s` on the batch and its own rows, Adam counting `step + s`; the
-    proxy labels of the first step stay for the others; `first_pred` is the prediction before
+    proxy labels of the first step stay for the others; `first_P` is the prediction before
     the first step."""
     rng, sizes, off, hcum, theta, _ = _setup(sizes=(5, 4, 3), C=3, n=4, seed=5)
     n, R, steps, C, A = 4, 2, 3, 3, int(hcum[-1])
@@ -316,16 +316,16 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy)
         w += [np.zeros((rows, 5))] + [np.zeros((rows, C)) for _ in range(3)]
         return tuple(w + [np.zeros(rows), np.zeros(rows), np.zeros(0)])
 
-    def call(X, y, th, mo, step, steps, first_pred):
+    def call(X, y, th, mo, step, steps, first_P):
         e = np.zeros(0)
         DK.dhbm_update_mf(X, y, (th, off, sizes, hcum, C, K.SIGMOID), (np.zeros_like(th), mo, step),
                           (0, 0.01, 1.0, 0.3, confidence, 1.0, False), e,
                           (np.zeros((0, 5)), e, np.zeros((0, C)), e, e, e), work(n + R), steps, n,
-                          first_pred)
+                          first_P)
 
     got_theta, got_moments, got_y = theta.copy(), moments.copy(), y.copy()
-    first_pred = np.full(n, -1, dtype=np.int64)
-    call(X, got_y, got_theta, got_moments, 4, steps, first_pred)
+    first_P = np.full((n, C), -1.0)
+    call(X, got_y, got_theta, got_moments, 4, steps, first_P)
 
     th, mo, codes = theta.copy(), moments.copy(), y.copy()
     P = ref.proba(X[:n], th, sizes, C, off, K.SIGMOID, 1.0, 0)
@@ -337,10 +337,10 @@ def test_steps_are_single_steps_on_the_batch_with_their_own_replayed_rows(proxy)
         DK.dhbm_update_mf(X[rows], ys, (th, off, sizes, hcum, C, K.SIGMOID),
                           (np.zeros_like(th), mo, 4 + s), (0, 0.01, 1.0, 0.3, gate, 1.0, False), e,
                           (np.zeros((0, 5)), e, np.zeros((0, C)), e, e, e), work(n + R), 1, n + R,
-                          np.zeros(0, np.int64))
+                          np.zeros((0, C)))
         codes[:n] = ys[:n]
     np.testing.assert_allclose(got_theta, th, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got_moments, mo, rtol=1e-12, atol=1e-16)
     np.testing.assert_array_equal(got_y[:n], codes[:n])
     assert (got_y[:n] != y[:n]).any() == proxy
-    np.testing.assert_array_equal(first_pred, P.argmax(axis=1))
+    np.testing.assert_allclose(first_P, P, rtol=1e-12, atol=1e-14)

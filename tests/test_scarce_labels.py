@@ -194,7 +194,7 @@ def test_dhbm_kernel_proxy_labels_are_labeled_rows():
             batch, y_codes.copy(), m._net(), (m._grad, m._moments, m.n_updates + 1),
             (0, 0.003, 1.0, 0.1, confidence, 1.0, False), m._empty,
             (m._part_x, m._part_h, m._part_y, m._empty, m._empty, m._empty), m._work_arrays(),
-            1, len(batch), np.zeros(0, np.int64),
+            1, len(batch), m._work["first_P"][:0],
         )
         return m._theta
 
@@ -250,7 +250,7 @@ def test_dhbm_adam_step_is_divided_by_the_depth(hidden_sizes):
         X[20:], codes, m._net(), (m._grad, m._moments, 2),
         (0, 0.02 / len(hidden_sizes), 1.0, 0.1, scarce_labels.NO_PROXY_LABELS, 1.0, False),
         m._empty, (m._part_x, m._part_h, m._part_y, m._empty, m._empty, m._empty),
-        m._work_arrays(), 1, len(X) - 20, np.zeros(0, np.int64),
+        m._work_arrays(), 1, len(X) - 20, m._work["first_P"][:0],
     )
     np.testing.assert_array_equal(model._theta, m._theta)
     assert DHBM(hidden_sizes=hidden_sizes, optimizer="sgd", learning_rate=0.02)._step_size() == 0.02

@@ -63,11 +63,11 @@ _INLINE = dict(JIT, inline="always")
 
 def alloc_work(n: int, sizes, hcum, n_classes: int, n_particles: int, dtype,
                mirror_size: int) -> dict:
-    """The work arrays of an update of `n` rows (`WORK`, and `first_pred`), zeros of `dtype`:
+    """The work arrays of an update of `n` rows (`WORK`, and `first_P`), zeros of `dtype`:
     `act, mu, neg, delta` flat `n * hcum[L]`, `zbuf` as wide as the widest layer times the
-    rows or particles, `xrec [n, D]`, `P, T, Y [n, C]`, `wrow, wdisc [n]`, `first_pred [n]`
-    int64, and `mirror` of `mirror_size` (the weights' transposes, rebuilt by every update
-    by `network.transpose_weights`; 0: none)."""
+    rows or particles, `xrec [n, D]`, `P, T, Y, first_P [n, C]`, `wrow, wdisc [n]`, and
+    `mirror` of `mirror_size` (the weights' transposes, rebuilt by every update by
+    `network.transpose_weights`; 0: none)."""
     A, D = n * int(hcum[-1]), int(sizes[0])
     wide = max(n, n_particles, 1) * int(sizes.max())
     return dict(
@@ -75,7 +75,7 @@ def alloc_work(n: int, sizes, hcum, n_classes: int, n_particles: int, dtype,
         delta=np.zeros(A, dtype), zbuf=np.zeros(wide, dtype), xrec=np.zeros((n, D), dtype),
         P=np.zeros((n, n_classes), dtype), T=np.zeros((n, n_classes), dtype),
         Y=np.zeros((n, n_classes), dtype), wrow=np.zeros(n, dtype), wdisc=np.zeros(n, dtype),
-        first_pred=np.zeros(n, np.int64), mirror=np.zeros(mirror_size, dtype),
+        first_P=np.zeros((n, n_classes), dtype), mirror=np.zeros(mirror_size, dtype),
     )
 
 
@@ -90,7 +90,7 @@ def _update_kernel(estimator: int):
 
     @njit(**JIT)
     def dhbm_update(X, y, net, optimiser, settings, mask, particles, work, steps, n_batch,
-                    first_pred):
+                    first_P):
         """`steps` learning steps of the DHBM on a mixed mini-batch (paper Algorithm 1), in
         place. Its specification is the numpy reference `tests/reference_dhbm.py` (`update`),
         which the tests hold it to.
@@ -117,8 +117,8 @@ def _update_kernel(estimator: int):
           D]`, `P, T, Y [>= n, C]`, `wrow, wdisc [>= n]` (their first `n` rows are used: a
           step's rows), `mirror` of `theta`'s length for the weights' transposes
           (`network.transpose_weights`, rebuilt here) or empty for none;
-        - `first_pred [n_batch]` int64 (or empty) receives each mini-batch row's most probable
-          class before the first step: the prediction.
+        - `first_P [n_batch, C]` (or no rows) receives each mini-batch row's `p(y | v)` of the
+          first step, before any learning: without dropout, the prediction (`dhbm_proba`).
 
         Each step, on its `n` rows:
 
@@ -145,7 +145,7 @@ def _update_kernel(estimator: int):
         grad, moments, step = optimiser
         mf_steps, lr, alpha, beta, confidence, disc_weight, hard = settings
         part_x, part_h, part_y, part_mask, noise_h, noise_v = particles
-        P = work[6]  # the first step's `p(y | v)`: the prediction
+        P = work[6]  # the first step's `p(y | v)`: the prediction, kept in `first_P`
         n = n_batch
         rows = n + (X.shape[0] - n) // steps
         xs = np.empty((rows, X.shape[1]), X.dtype)
@@ -166,7 +166,7 @@ def _update_kernel(estimator: int):
                             alpha, beta, gate, disc_weight, hard, mask, drawn, work,
                             moments, step + s)
             if s == 0:
-                _first_predictions(P, C, n, first_pred)
+                _keep_first(P, C, n, first_P)
                 for r in range(n):
                     y[r] = ys[r]
 
@@ -184,13 +184,13 @@ UPDATE_KERNELS = {MF: dhbm_update_mf, SAP: dhbm_update_sap}
 
 
 @njit(**JIT, **INNER)
-def _first_predictions(P, C, n, first_pred):
-    """`first_pred[r]` = the first largest of `P`'s flat row `r`, for the first `n` rows
-    (none when `first_pred` is empty or there is no class yet)."""
-    if C == 0:
-        return
-    for r in range(min(n, first_pred.shape[0])):
-        first_pred[r] = first_largest(borrow(P, r * C, (C,)))
+def _keep_first(P, C, n, first_P):
+    """`first_P[r]` = `P`'s flat row `r` of `C` classes, for the first `n` rows (none when
+    `first_P` has no rows)."""
+    for r in range(min(n, first_P.shape[0])):
+        row = borrow(P, r * C, (C,))
+        for k in range(C):
+            first_P[r, k] = row[k]
 
 
 @njit(**_INLINE)
@@ -283,12 +283,12 @@ def update_body(X, y, theta, grad, off, sizes, hcum, n_classes, kind, estimator,
 
 @njit(**JIT)
 def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings, particles,
-                         work, memory, first_pred):
+                         work, memory, first_P):
     """Prequential test-then-train over whole mini-batches in ONE call (estimator MF, no
     dropout: nothing random): `dhbm_update_mf` on each block of `n = P.shape[0] - replay` rows
     of `X` in turn, with `codes` as its `y`; `predicted [len(X)]` receives each row's most
     probable class BEFORE its update: the argmax of the first step's `P`, which is the
-    prediction (`dhbm_proba` with scale 1). `first_pred [>= n]` int64 is work space.
+    prediction (`dhbm_proba` with scale 1). `first_P [>= n, C]` is work space.
 
     `net`, `particles` (the MF's: no mask, no draws) and `work` are `dhbm_update`'s;
     `optimiser = (grad, moments, first_step)`, Adam's step numbers running on from
@@ -301,7 +301,7 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
     labels there (block `b` ends at stream row `now + b * n`), and makes proxy labels at
     `confidence` once `warm_up` labeled rows have been seen since the last change
     (`labeled_seen` of them before this run), as `scarce_labels.learning_batch` does."""
-    learner = (net, optimiser, schedule, settings, particles, work, memory, first_pred)
+    learner = (net, optimiser, schedule, settings, particles, work, memory, first_P)
     adam = optimiser[2]
     steps = schedule[4]
     confidence, labeled_seen, warm_up = settings[2], settings[3], settings[4]
@@ -321,7 +321,7 @@ def dhbm_test_then_train(X, codes, predicted, net, optimiser, schedule, settings
                            now + b * n, gate, adam, used, learner, Xa, ya)
         adam += steps[b]
         for r in range(n):
-            predicted[b * n + r] = first_pred[r]
+            predicted[b * n + r] = first_largest(first_P[r])
 
 
 @njit(**JIT, **INNER)
@@ -331,7 +331,7 @@ def learn_block(X, codes, n, b, now, gate, adam, used, learner, Xa, ya):
     replayed (the run's `uniforms` from `used` on) and the block's labels stored, then
     `dhbm_update_mf` from Adam's step `adam`, with proxy labels at `gate` (into the work
     arrays `Xa`, `ya`). Returns the uniforms drawn so far."""
-    net, optimiser, schedule, settings, particles, work, memory, first_pred = learner
+    net, optimiser, schedule, settings, particles, work, memory, first_P = learner
     lrs, alphas, betas, disc_weights, steps = schedule
     mem_X, mem_y, mem_rows, mem_state, uniforms, replay = memory[:6]
     drawn = steps[b] * replay
@@ -341,7 +341,7 @@ def learn_block(X, codes, n, b, now, gate, adam, used, learner, Xa, ya):
     dhbm_update_mf(borrow(Xa, 0, (m, X.shape[1])), borrow(ya, 0, (m,)), net,
                    (optimiser[0], optimiser[1], adam),
                    (settings[0], lrs[b], alphas[b], betas[b], gate, disc_weights[b], settings[1]),
-                   particles[3], particles, work, steps[b], n, first_pred)
+                   particles[3], particles, work, steps[b], n, first_P)
     return used + drawn
 
 

@@ -24,7 +24,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
     unlabeled), in one call.
 
     - `network`, `twin`: each DHBM's `dhbm_test_then_train` arguments `(net, optimiser,
-      schedule, settings, particles, work, memory, first_pred)`, block `b` of the twin being
+      schedule, settings, particles, work, memory, first_P)`, block `b` of the twin being
       the labeled rows of block `b`; a model without a twin passes `network` twice, and
       `has_twin` False;
     - `linear = (W, b, mean, m2, count, uniforms, rate, present)`: the linear expert, which
@@ -39,7 +39,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
     learn the last `hold` blocks (0 or 1): a restart due after them comes first (the
     caller's). Returns the mixture's Brier score added, the rows scored and the linear
     expert's uniforms drawn."""
-    net, optimiser, schedule, settings, particles, work, memory, first_pred = network
+    net, optimiser, schedule, settings, particles, work, memory, first_P = network
     theta, off, sizes, hcum, C, kind = net
     mem_X, mem_y, mem_rows, mem_state, _, replay, now, horizon = memory
     W, bias, mean, m2, count, lin_u, rate, has_linear = linear
@@ -95,7 +95,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
         used = learn_block(Xb, cb, n, b, now + b * n, gate, adam, used, network, Xa, ya)
         adam += schedule[4][b]
         for r in range(n):
-            net_pred[b * n + r] = first_pred[r]
+            net_pred[b * n + r] = first_largest(first_P[r])
         if has_twin:
             seen_twin += k
             gate = twin[3][2] if seen_twin >= twin[3][4] else NO_PROXY_LABELS
@@ -106,7 +106,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
             for r in range(n):
                 twin_pred[b * n + r] = -1
                 if cb[r] >= 0:
-                    twin_pred[b * n + r] = twin[7][j]
+                    twin_pred[b * n + r] = first_largest(twin[7][j])
                     j += 1
         if has_linear and not held:  # after the network: its memory holds the block's labels
             steps = schedule[4][b]
