@@ -24,7 +24,7 @@ __all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 #: in docs/benchmarks.md, "The first use", which names the command).
 FIRST_KERNELS = {
     "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 13),
-    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 13),
+    "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 14),
     "DHDA": ("river_dhbm._kernels.dhda:dhda_update", 14),
     "HSDA": ("river_dhbm._kernels.hsda:hsda_update", 13),
     "PseudoLabelMLP": ("river_dhbm._kernels.mlp:mlp_update", 10),
