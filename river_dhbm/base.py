@@ -16,7 +16,7 @@ A subclass supplies the mathematics through four hooks, called with validated fl
 - `_proba(X)`: `p(y | x)` as float64 `[n, n_classes]` (only called once a class is known);
   `_proba_row(row)` and `_predict_row(row)` (optional) do it, and the argmax, for one row
   `[1, d]` with less per-call overhead; `_experts_row` (optional) predicts one row by every
-  expert and their mixture in one call (`learn_one` scores with it if `_scores_with_...`).
+  expert and their mixture in one call (`learn_one` scores with it: `_scores_with_experts_row`).
 
 Every public entry point (`learn_one`, `learn_many`, `learn_arrays`, the predictions) checks
 its whole input before it changes any state, so a rejected call leaves the model as it was.
