@@ -111,14 +111,12 @@ def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int, predict: bool
     """One update of `model` on the mini-batch `X`, `codes` (`n_labeled` labeled rows),
     counted; with `predict`, returns `p(y | x)` of its rows before the update
     (`_predict_update`; `P`, when the caller has it, is not computed again). The drift
-    detector gets the labeled rows' errors of that prediction."""
+    detector gets the labeled rows' errors of that prediction (made for it when it listens)."""
     watch = model._watch.active and n_labeled > 0
     model.n_labeled_seen += n_labeled
-    if P is not None or predict:
+    if P is not None or predict or watch:
         P = model._predict_update(X, codes, P)
         predicted = P.argmax(axis=1) if watch else None
-    elif watch:  # the classes alone, for the detector
-        predicted = model._predict_update(X, codes).argmax(axis=1)
     else:
         model._update(X, codes)
     model.n_updates += 1
