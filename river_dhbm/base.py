@@ -4,7 +4,8 @@
 features and classes, and every public entry point. The buffer and its updates are
 `river_dhbm.minibatch`; the experts and their mixture the predictions go through,
 `river_dhbm.safety`; the checks, `river_dhbm._input` (`checks`: values, frames, arrays,
-labels; `params`: hyper-parameters); when Numba must compile, `river_dhbm._kernels.first_use`.
+labels; `params`: hyper-parameters); when Numba must compile, `river_dhbm._kernels.first_use`
+and `ahead`.
 
 A subclass supplies the mathematics through four hooks, called with validated float64 arrays:
 
@@ -49,6 +50,7 @@ from river_dhbm._input.checks import (
     short_repr,
 )
 from river_dhbm._input.params import check_bool, check_int, check_seed
+from river_dhbm._kernels import ahead
 from river_dhbm._kernels.first_use import announce_compilation
 
 if TYPE_CHECKING:  # pandas is imported by the mini-batch methods only (~0.5 s at import)
@@ -136,8 +138,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._memory = None  # the label memory (`scarce_labels.LabelMemory`), made when used
         check_bool("safe_unlabeled", self.safe_unlabeled)
         check_bool("linear_expert", self.linear_expert)
-        # the twin, the linear expert and their mixture with the network (`safety`), made with
-        # the features
+        # the twin, the linear expert and their mixture (`safety`), made with the features
         self._twin = self._linear = self._mixture = None
         self.n_updates = 0
         self.n_labeled_seen = 0
@@ -260,9 +261,11 @@ class HybridClassifier(base.MiniBatchClassifier):
         self._feature_index = {name: j for j, name in enumerate(self._features)}
         self._X_buf = np.zeros((self.batch_size, len(self._features)))
         self._y_buf = np.full(self.batch_size, -1, dtype=np.int64)
-        announce_compilation(self)  # the kernels come next: say so if they must be compiled
+        cold = announce_compilation(self)  # the kernels come next: say so if they must compile
         self._init_params(len(self._features))
         safety.attach_experts(self)
+        if cold:  # the first update compiles on another core while the first rows are scored
+            ahead.start(lambda: minibatch.learn_made_up_batch(self))
 
     def _class_of(self, y) -> int:
         """The column of label `y`, adding a class the first time it is seen."""
@@ -343,10 +346,7 @@ class HybridClassifier(base.MiniBatchClassifier):
         minibatch.push(self, X, pairs)
 
     def test_then_train_arrays(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        labeled: np.ndarray | None = None,
+        self, X: np.ndarray, y: np.ndarray, labeled: np.ndarray | None = None,
         batch_size: int | None = None,
     ) -> np.ndarray:
         """Prequential test-then-train on an array block: cut into blocks of `batch_size` rows
@@ -357,7 +357,6 @@ class HybridClassifier(base.MiniBatchClassifier):
         `learn_arrays(block, ...)` block after block, with one check of the input; runs of
         whole model mini-batches of known classes go to `_test_then_train_run` (one kernel
         call per mini-batch, or one for the whole run).
-
         """
         bs = self.batch_size if batch_size is None else batch_size
         check_int("batch_size", bs, 1)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm import change, safety
+from river_dhbm._kernels import ahead
 from river_dhbm._input.checks import row_packer
 
-__all__ = ["batch_by_batch", "flush", "learn", "mixed_flush", "push", "push_one",
-           "test_then_train"]
+__all__ = ["batch_by_batch", "flush", "learn", "learn_made_up_batch", "mixed_flush", "push",
+           "push_one", "test_then_train"]
 
 
 def push(model, rows: np.ndarray, labeled: list) -> None:
@@ -106,12 +107,24 @@ def flush(model, predict: bool = False, P: np.ndarray | None = None) -> np.ndarr
     return P
 
 
+def learn_made_up_batch(model) -> None:
+    """One update of `model` (features fixed, no class yet) on a full buffer of made-up rows
+    of two made-up classes: the path of its first update, with the same types, so the same
+    kernels. A forked copy runs it to compile them ahead (`_kernels.ahead`)."""
+    codes = [model._class_of(("river_dhbm: compiled ahead", k)) for k in (0, 1)]
+    model._X_buf[:] = np.random.default_rng(0).random(model._X_buf.shape)
+    model._y_buf[:] = np.resize(codes, model.batch_size)
+    model._n_buf = model._n_buf_labeled = model.batch_size
+    flush(model)
+
+
 def learn(model, X: np.ndarray, codes: np.ndarray, n_labeled: int, predict: bool = False,
           P: np.ndarray | None = None) -> np.ndarray | None:
     """One update of `model` on the mini-batch `X`, `codes` (`n_labeled` labeled rows),
     counted; with `predict`, returns `p(y | x)` of its rows before the update
     (`_predict_update`; `P`, when the caller has it, is not computed again). The drift
     detector gets the labeled rows' errors of that prediction (made for it when it listens)."""
+    ahead.wait()  # for the first update's kernels, if a copy compiles them
     watch = model._watch.active and n_labeled > 0
     model.n_labeled_seen += n_labeled
     if P is not None or predict or watch:

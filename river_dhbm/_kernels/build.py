@@ -16,19 +16,22 @@ where Numba caches the compiled kernels.
   every kernel module's source and of `NATIVE` and `LINK_ONLY`: an edit anywhere, or another
   choice, starts a fresh directory. It lies under `NUMBA_CACHE_DIR` when that is set, else in
   the package's `__pycache__` (or the user's cache directory when the package's is not
-  writable).
+  writable). Its entries are read and written under a lock (`lock_cache_files`), since several
+  processes may compile into it at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import pathlib
 
 from river_dhbm._kernels import linking
 
-__all__ = ["INNER", "JIT", "LINK_ONLY", "NATIVE", "cache_dir", "caching_here", "kernels_dir"]
+__all__ = ["INNER", "JIT", "LINK_ONLY", "NATIVE", "cache_dir", "caching_here", "kernels_dir",
+           "lock_cache_files"]
 
 #: Options of most kernels (the MLP's and the autoencoders' take `cache=True` alone), cached on
 #: disk. error_model="numpy": float division without Python's zero check, so loops vectorise;
@@ -110,3 +113,57 @@ def caching_here():
         yield
     finally:
         config.CACHE_DIR = previous
+
+
+@contextlib.contextmanager
+def _locked(directory: str, exclusive: bool):
+    """A lock on the cache directory `directory` (none when it cannot be made: a directory
+    not made yet holds nothing to read, a read-only one is written by no one)."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(directory, ".river_dhbm.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def lock_cache_files() -> None:
+    """Read and write the kernels' cache entries under a lock on their directory. Numba reads
+    an entry's index, then its data file, and writes them in turn, without a lock: two
+    processes saving two signatures of one kernel at once can leave an index that names the
+    other signature's data (numba#4807). pytest's workers share the cache, and so do the
+    copies that compile ahead (`ahead`). Only this package's cache directories are locked;
+    without `fcntl` (Windows) Numba's behaviour is kept."""
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return
+    from numba.core import caching
+
+    files = caching.IndexDataCacheFile
+    if getattr(files.save, "_river_dhbm_locked", False):
+        return
+
+    def locked(method, exclusive):
+        @functools.wraps(method)
+        def under_lock(self, *args):
+            mine = _kernels_dir is not None and self._cache_path.startswith(str(_kernels_dir))
+            if not mine:
+                return method(self, *args)
+            with _locked(self._cache_path, exclusive):
+                return method(self, *args)
+
+        under_lock._river_dhbm_locked = True
+        return under_lock
+
+    files.save = locked(files.save, exclusive=True)
+    files.load = locked(files.load, exclusive=False)
+
+
+lock_cache_files()

@@ -101,14 +101,14 @@ def _say(names: list[str], seconds: int) -> None:
           file=sys.stderr)
 
 
-def announce_compilation(model) -> None:
+def announce_compilation(model) -> bool:
     """Say on stderr, once per process, that `model`'s first update is about to compile its
     kernels (and how long that takes), unless `announce_compilations` named it already;
-    remember that they are compiled."""
+    remember that they are compiled. Whether they must be."""
     global _announced
     found = _cold(model)
     if found is None:
-        return
+        return False
     seconds, where = found
     if not _announced:
         _announced = True
@@ -119,3 +119,4 @@ def announce_compilation(model) -> None:
         marker.touch()
     except OSError:  # a read-only cache: the notice may come again, nothing else changes
         pass
+    return True
