@@ -378,7 +378,9 @@ def run(args: argparse.Namespace, command: str) -> int:
             f"Seconds from the start of a new process to the first prediction after "
             f"{FIRST_USE_ROWS} labeled rows of `streams.LEDDrift` (`learn_one`), each model "
             "in a process of its own; `empty`: a new "
-            "NUMBA_CACHE_DIR (a fresh install), `warm`: the cache the first run filled.", "",
+            "NUMBA_CACHE_DIR (a fresh install), `warm`: the cache the first run filled. "
+            "CPU: the process's and that of the copy that compiles its first update ahead "
+            "(`river_dhbm._kernels.ahead`).", "",
             format_table(rows), "", line, "", f"Machine: {_machine()}.", ""])
         write_report(args.out, text, command)
     return 0
