@@ -98,6 +98,16 @@ def test_a_failing_copy_costs_nothing(forking):
 
 
 @needs_fork
+def test_no_process_to_spare_means_no_copy(forking, monkeypatch):
+    def refuse():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refuse)
+    assert ahead.start(lambda: None) is None and not ahead._children
+    ahead.wait()  # nothing to wait for
+
+
+@needs_fork
 def test_wait_stops_a_copy_past_its_limit(forking):
     pid = ahead.start(lambda: time.sleep(60))
     began = time.monotonic()

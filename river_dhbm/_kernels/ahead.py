@@ -6,9 +6,9 @@ the wait and is first needed `batch_size` rows later. They need not wait for eac
 a model whose learning kernel is not in the cache fixes its features, a forked copy of this
 process (`start`) learns one made-up mini-batch of two classes with its copy of the model
 (`minibatch.learn_made_up_batch`), which compiles the learning kernel (and the linear
-expert's) into the shared cache, and exits. This
-process goes on with its rows; its first update waits for the copy (`wait`), then loads what
-the copy compiled instead of compiling it again.
+expert's) into the shared cache, and exits. This process goes on with its rows; its first
+update waits for the copy (`wait`), then loads what the copy compiled instead of compiling it
+again.
 
 Nothing learnt depends on it: the copy's model is its own (a fork copies the memory), the
 machine code is the same whichever process compiled it, and a copy that fails or is stopped
@@ -67,7 +67,10 @@ def start(work) -> int | None:
         return None
     with warnings.catch_warnings():  # Python >= 3.12 warns of forking beside threads (BLAS's)
         warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to spare (a limit, the memory): compile here instead
+            return None
     if pid == 0:  # the copy
         global _in_copy
         _in_copy = True
@@ -82,8 +85,6 @@ def start(work) -> int | None:
             status = 0
         finally:
             os._exit(status)
-    if not _children:
-        atexit.register(stop)
     _children[pid] = time.monotonic()
     return pid
 
@@ -112,6 +113,9 @@ def stop() -> None:
     """Stop the copies still running (at exit: their work is for this process only)."""
     for pid in list(_children):
         _kill(pid)
+
+
+atexit.register(stop)
 
 
 def _kill(pid: int) -> None:
