@@ -33,10 +33,10 @@ _SCRIPT = textwrap.dedent(
     compiled = []
 
     class Compiled(event.Listener):
-        def on_start(self, event):
-            compiled.append(event.data["dispatcher"].py_func.__name__)
+        def on_start(self, compilation):
+            compiled.append(compilation.data["dispatcher"].py_func.__name__)
 
-        def on_end(self, event):
+        def on_end(self, compilation):
             pass
 
     event.register("numba:compile", Compiled())
