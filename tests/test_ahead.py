@@ -108,6 +108,37 @@ def test_no_process_to_spare_means_no_copy(forking, monkeypatch):
 
 
 @needs_fork
+@pytest.mark.skipif(config.DISABLE_JIT, reason="nothing compiles without the JIT")
+def test_a_copy_compiles_even_if_another_thread_was_compiling(forking, tmp_path):
+    """A thread holds Numba's compiler lock (as while compiling) when the copy is asked for:
+    the fork waits for it, so the copy's own compilation does not find the lock taken for
+    good (without the wait, the copy hangs until `wait` stops it, and leaves no file)."""
+    from numba import njit
+    from numba.core.compiler_lock import global_compiler_lock
+
+    done = tmp_path / "compiled"
+
+    def work():
+        assert njit(lambda x: x + 1)(1) == 2  # a fresh function: compiles, under the lock
+        done.write_text("yes")
+
+    held = threading.Event()
+
+    def compiling():
+        with global_compiler_lock:
+            held.set()
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=compiling)
+    thread.start()
+    held.wait()
+    ahead.start(work)
+    thread.join()
+    ahead.wait(limit=20)
+    assert done.exists()
+
+
+@needs_fork
 def test_wait_stops_a_copy_past_its_limit(forking):
     pid = ahead.start(lambda: time.sleep(60))
     began = time.monotonic()

@@ -65,7 +65,11 @@ def start(work) -> int | None:
     it is done (without this process's exit handlers); its pid, remembered for `wait`."""
     if not enabled():
         return None
-    with warnings.catch_warnings():  # Python >= 3.12 warns of forking beside threads (BLAS's)
+    from numba.core.compiler_lock import global_compiler_lock
+
+    # Numba's compiler lock is held across the fork: a copy made while another thread compiles
+    # would find it taken for good. Python >= 3.12 warns of forking beside threads (BLAS's).
+    with warnings.catch_warnings(), global_compiler_lock:
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             pid = os.fork()
