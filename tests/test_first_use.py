@@ -89,12 +89,17 @@ def test_bench_first_use_table_and_errors(monkeypatch, capsys):
     table = bench.format_table([row, {**row, "cache": "warm", "notice": ""}]).splitlines()
     assert len(table) == 4 and all(line.count("|") == table[0].count("|") for line in table)
     assert "(nothing)" in table[-1]
+    alone = {**row, "cache": "empty, no copy", "to_first_prediction": 14.5}
     monkeypatch.setattr(bench, "bench_first_use",
-                        lambda models: [row, {**row, "model": "DHDA", "to_first_prediction": 15.5}])
+                        lambda models: [row, alone,
+                                        {**row, "model": "DHDA", "to_first_prediction": 15.5}])
     assert bench.main(["DHBM"]) == 0
     out = capsys.readouterr().out
     assert "DHBM() 12.0 s (target <= 12 s: met)" in out
     assert "DHDA() 15.5 s (target <= 15 s: not met)" in out
+    targets = next(line for line in out.splitlines() if line.startswith("first prediction"))
+    assert "14.5" not in targets  # the peer without the copy has no target
+    assert "the copy that compiles ahead saved: DHBM() 2.5 s" in out
     assert bench.main(["Nope"]) == 2
 
 

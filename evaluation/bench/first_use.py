@@ -171,7 +171,13 @@ def verdict(rows: list[dict]) -> str:
             mark = "met" if r["to_first_prediction"] <= target else "not met"
             parts.append(f"{r['model']}() {r['to_first_prediction']:.1f} s "
                          f"(target <= {target:.0f} s: {mark})")
-    return "first prediction with an empty cache: " + "; ".join(parts)
+    line = "first prediction with an empty cache: " + "; ".join(parts)
+    alone = {r["model"]: r["to_first_prediction"] for r in rows if r["cache"] == "empty, no copy"}
+    saved = [f"{r['model']}() {alone[r['model']] - r['to_first_prediction']:.1f} s"
+             for r in rows if r["cache"] == "empty" and r["model"] in alone]
+    if saved:
+        line += "\nthe copy that compiles ahead saved: " + "; ".join(saved)
+    return line
 
 
 def _run_fresh(script: str, model: str, cold: bool = True,
@@ -193,16 +199,18 @@ def _run_fresh(script: str, model: str, cold: bool = True,
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr, spawned
 
 
-def first_use_time(model: str = "DHBM", cold: bool = True) -> dict:
+def first_use_time(model: str = "DHBM", cold: bool = True, ahead: bool = True) -> dict:
     """Seconds from the start of a new process (interpreter start included) to `model()`'s
     first prediction after it has learnt one labeled mini-batch, wall (`to_first_prediction`)
     and the CPU of the process and of the copy that compiled ahead (`cpu`); with an empty
     Numba cache (`cold`, a new `NUMBA_CACHE_DIR`)
-    or the usual one. Also the import's seconds and the line the process wrote on stderr (the
-    compile notice)."""
-    marks, stderr, spawned = _run_fresh(_script(_FIRST_USE_SCRIPT), model, cold)
+    or the usual one; without the copy (`RIVER_DHBM_COMPILE_AHEAD=0`) unless `ahead`. Also
+    the import's seconds and the line the process wrote on stderr (the compile notice)."""
+    settings = {} if ahead else {"RIVER_DHBM_COMPILE_AHEAD": "0"}
+    marks, stderr, spawned = _run_fresh(_script(_FIRST_USE_SCRIPT), model, cold, **settings)
     notice = [line for line in stderr.splitlines() if line.startswith("river_dhbm:")]
-    return {"model": model, "cache": "empty" if cold else "warm",
+    cache = ("empty" if cold else "warm") + ("" if ahead else ", no copy")
+    return {"model": model, "cache": cache,
             "to_first_prediction": marks["predicted_at"] - spawned,
             "cpu": marks["cpu"], "import": marks["import"], "notice": notice[0] if notice else ""}
 
@@ -307,10 +315,12 @@ def format_kernels(breakdown: dict, top: int = 12) -> str:
 
 
 def bench_first_use(models=FIRST_USE_MODELS, warm: bool = True) -> list[dict]:
-    """`first_use_time` of each model, with an empty cache (then, if `warm`, a warm one)."""
+    """`first_use_time` of each model, with an empty cache, then the same without the copy
+    that compiles ahead (the peer, in the same run), then, if `warm`, a warm cache."""
     rows = []
     for model in models:
         rows.append(first_use_time(model, cold=True))
+        rows.append(first_use_time(model, cold=True, ahead=False))
         if warm:
             first_use_time(model, cold=False)  # fills the usual cache if it was not
             rows.append(first_use_time(model, cold=False))
@@ -378,7 +388,9 @@ def run(args: argparse.Namespace, command: str) -> int:
             f"Seconds from the start of a new process to the first prediction after "
             f"{FIRST_USE_ROWS} labeled rows of `streams.LEDDrift` (`learn_one`), each model "
             "in a process of its own; `empty`: a new "
-            "NUMBA_CACHE_DIR (a fresh install), `warm`: the cache the first run filled. "
+            "NUMBA_CACHE_DIR (a fresh install), `empty, no copy`: the same with "
+            "RIVER_DHBM_COMPILE_AHEAD=0 (everything compiled in the one process), `warm`: "
+            "the cache the first run filled. "
             "CPU: the process's and that of the copy that compiles its first update ahead "
             "(`river_dhbm._kernels.ahead`).", "",
             format_table(rows), "", line, "", f"Machine: {_machine()}.", ""])
