@@ -20,8 +20,8 @@ from river_dhbm._kernels import build
 __all__ = ["announce_compilation", "announce_compilations", "is_cache_cold"]
 
 #: Model class name -> (its learning kernel "module:function", the seconds the notice quotes:
-#: from a fresh process to its first prediction with an empty cache, the larger of the two
-#: runs in docs/benchmarks.md, "The first use", rounded; that section names the command).
+#: from a fresh process to its first prediction with an empty cache, the largest of the runs
+#: quoted in docs/benchmarks.md, "The first use", rounded; that section names the command).
 FIRST_KERNELS = {
     "DHBM": ("river_dhbm._kernels.dhbm:dhbm_update_mf", 11),
     "SBEN": ("river_dhbm._kernels.sben:sben_update_mf", 13),
