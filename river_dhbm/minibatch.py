@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from river_dhbm import change, safety
-from river_dhbm._kernels import ahead
 from river_dhbm._input.checks import row_packer
+from river_dhbm._kernels import ahead
 
 __all__ = ["batch_by_batch", "flush", "learn", "learn_made_up_batch", "mixed_flush", "push",
            "push_one", "test_then_train"]
