@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -14,6 +13,7 @@ import types
 import uuid
 
 import pytest
+from fresh_process import run_fresh
 from numba.core import caching, config
 
 from river_dhbm._kernels import ahead, build
@@ -51,11 +51,7 @@ _SCRIPT = textwrap.dedent(
 
 
 def _first_use(cache, ahead_on: bool) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
-    env["NUMBA_CACHE_DIR"] = str(cache)
-    env["RIVER_DHBM_COMPILE_AHEAD"] = "1" if ahead_on else "0"
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
-                          text=True, check=True)
+    done = run_fresh(_SCRIPT, cache=cache, RIVER_DHBM_COMPILE_AHEAD="1" if ahead_on else "0")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

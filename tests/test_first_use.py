@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from fresh_process import run_fresh
 from numba.core import config
 
 import river_dhbm
@@ -42,13 +40,7 @@ _SCRIPT = textwrap.dedent(
 
 
 def _run(tmp_path, cache_dir):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
-    env.pop("NUMBA_DISABLE_JIT", None)
-    root = os.path.dirname(os.path.dirname(river_dhbm.__file__))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp_path)], env=env,
-                          capture_output=True, text=True, check=True)
-    return done.stderr
+    return run_fresh(_SCRIPT, tmp_path, cache=cache_dir).stderr
 
 
 def test_notice_only_when_the_cache_is_cold(tmp_path):
@@ -213,14 +205,8 @@ def test_one_notice_names_every_model_a_runner_compiles(tmp_path):
         "from numba import njit\n\n@njit(cache=True)\ndef add_one(x):\n    return x + 1\n"
         "\n\n@njit(cache=True)\ndef add_two(x):\n    return x + 2\n"
     )
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("NUMBA_DISABLE_JIT", None)
-    root = os.path.dirname(os.path.dirname(river_dhbm.__file__))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-
     def run():
-        return subprocess.run([sys.executable, "-c", _SCRIPT_MANY, str(tmp_path)], env=env,
-                              capture_output=True, text=True, check=True).stderr
+        return run_fresh(_SCRIPT_MANY, tmp_path, cache=tmp_path / "cache").stderr
 
     assert run().splitlines() == [
         "river_dhbm: compiling the kernels of Tiny, Other for first use (about 3 s in all, "
@@ -290,9 +276,7 @@ def test_the_first_prediction_compiles_only_what_its_path_uses():
     that only its kernels call (`entries`): each would add seconds to a newcomer's wait. The
     control: `learn_many` afterwards does call the many-row kernels and the linear expert's
     predictions from Python."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
-    done = subprocess.run([sys.executable, "-c", _PAY_SCRIPT], env=env, capture_output=True,
-                          text=True, check=True)
+    done = run_fresh(_PAY_SCRIPT)
     first, after = json.loads(done.stdout.strip().splitlines()[-1])
     others = ("dhda.", "hsda.", "sben.", "mlp.")
     never = {"dhbm.dhbm_proba", "mixture.score_rows", "dhbm.dhbm_update_sap",

@@ -4,12 +4,10 @@ module optimisation of their own, a cache entry to link, and not one prediction 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from fresh_process import run_fresh
 from numba.core import config
 
 from river_dhbm._kernels import build, linking
@@ -51,11 +49,9 @@ _SCRIPT = textwrap.dedent(
 
 
 def _run(cache, *args) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
-    env["NUMBA_CACHE_DIR"] = str(cache)
-    env["RIVER_DHBM_COMPILE_AHEAD"] = "0"  # every kernel compiled here, where it is looked at
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, *args], env=env, capture_output=True,
-                          text=True, check=True)
+    # every kernel compiled in that process, where it is looked at: the copy that compiles
+    # ahead is off
+    done = run_fresh(_SCRIPT, *args, cache=cache, RIVER_DHBM_COMPILE_AHEAD="0")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

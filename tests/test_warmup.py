@@ -3,20 +3,15 @@ before the workers start, and they load Numba's cache instead of compiling."""
 
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from fresh_process import run_fresh
 from river import naive_bayes, preprocessing
 
 import river_dhbm
 from evaluation.experiments import suite
 from evaluation.runs import experiment, warmup
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def test_only_this_projects_models_compile():
@@ -71,14 +66,8 @@ _RUN = textwrap.dedent("""
 @pytest.mark.slow
 def test_a_worker_compiles_nothing_after_the_parent(tmp_path):
     # an empty cache: the parent's warm-up writes every kernel the worker's trial then loads
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    env.pop("NUMBA_DISABLE_JIT", None)
-
     def cached(role):
-        done = subprocess.run([sys.executable, "-c", _RUN, role], env=env, capture_output=True,
-                              text=True, check=True)
-        return done.stdout.splitlines()[-1]
+        return run_fresh(_RUN, role, cache=tmp_path).stdout.splitlines()[-1]
 
     after_parent = cached("parent")
     assert after_parent != "[]"
