@@ -56,7 +56,7 @@ _RUN = textwrap.dedent("""
                              label_ratio=0.5, label_batch=0, batch_size=20, fading_factor=0.995,
                              step=100, seed=0, params={}, preset="default")
     if sys.argv[1] == "parent":
-        experiment._warm_up([trial])
+        experiment._warm_up([trial], recording=False)
     else:
         experiment.run_trial(trial)
     print(sorted(f for _, _, files in os.walk(os.environ["NUMBA_CACHE_DIR"]) for f in files))
