@@ -203,9 +203,9 @@ def first_use_time(model: str = "DHBM", cold: bool = True, ahead: bool = True) -
     """Seconds from the start of a new process (interpreter start included) to `model()`'s
     first prediction after it has learnt one labeled mini-batch, wall (`to_first_prediction`)
     and the CPU of the process and of the copy that compiled ahead (`cpu`); with an empty
-    Numba cache (`cold`, a new `NUMBA_CACHE_DIR`)
-    or the usual one; without the copy (`RIVER_DHBM_COMPILE_AHEAD=0`) unless `ahead`. Also
-    the import's seconds and the line the process wrote on stderr (the compile notice)."""
+    Numba cache (`cold`, a new `NUMBA_CACHE_DIR`) or the usual one; without the copy
+    (`RIVER_DHBM_COMPILE_AHEAD=0`) unless `ahead`. Also the import's seconds and the line the
+    process wrote on stderr (the compile notice)."""
     settings = {} if ahead else {"RIVER_DHBM_COMPILE_AHEAD": "0"}
     marks, stderr, spawned = _run_fresh(_script(_FIRST_USE_SCRIPT), model, cold, **settings)
     notice = [line for line in stderr.splitlines() if line.startswith("river_dhbm:")]
