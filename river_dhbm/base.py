@@ -33,22 +33,10 @@ import numpy as np
 from river import base
 
 from river_dhbm import change, minibatch, safety
-from river_dhbm._input.checks import (
-    MAX_ABS,
-    PLAIN_NUMBERS,
-    as_label,
-    canonical_order,
-    check_arrays,
-    check_dict,
-    check_flag,
-    check_frame,
-    check_frame_type,
-    check_learn_arrays,
-    dict_row,
-    frame_labels,
-    row_packer,
-    short_repr,
-)
+from river_dhbm._input.checks import (MAX_ABS, PLAIN_NUMBERS, as_label, canonical_order,
+                                      check_arrays, check_dict, check_flag, check_frame,
+                                      check_frame_type, check_learn_arrays, dict_row,
+                                      frame_labels, row_packer, short_repr)
 from river_dhbm._input.params import check_bool, check_int, check_seed
 from river_dhbm._kernels import ahead
 from river_dhbm._kernels.first_use import announce_compilation
@@ -168,6 +156,12 @@ class HybridClassifier(base.MiniBatchClassifier):
         detector saw the error rise; the model restarts its fast learning at most
         `change.CHECK_EVERY` mini-batches later."""
         return list(self._watch.alarms)
+
+    @property
+    def input_change_rows(self) -> list:
+        """The rows at the end of whose mini-batch the inputs narrowed (`change.InputWatch`):
+        the model restarts its fast learning there too, and its linear expert's scaling."""
+        return list(self._watch.input_alarms)
 
     @property
     def unlabeled_trust(self) -> float:

@@ -54,7 +54,8 @@ def test_then_train(model, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
         saved = _State(model)
         predicted[start:stop], by_network, by_twin = _fused(model, X[start:stop],
                                                             codes[start:stop])
-        heard = _hear(model, by_network, by_twin, codes[start:stop], first_update)
+        heard = _hear(model, X[start:stop], by_network, by_twin, codes[start:stop],
+                      first_update)
         if heard is not None:  # a restart due after `batches`: learn them again, restart there
             batches, due = heard
             stop = start + batches * bs
@@ -75,13 +76,14 @@ def _restart(model, due, X: np.ndarray, codes: np.ndarray) -> None:
         model._linear.learn(model, X, codes)
 
 
-def _hear(model, by_network: np.ndarray, by_twin: np.ndarray, codes: np.ndarray,
+def _hear(model, X: np.ndarray, by_network: np.ndarray, by_twin: np.ndarray, codes: np.ndarray,
           first_update: int):
     """Feed the drift detectors of `model` and its twin the errors of their predictions
-    (`by_network`, `by_twin`) of the labeled rows of the mini-batches they have just learnt,
-    from update `first_update` on, one mini-batch after another, up to the first update after
-    which one of them must restart (`ChangeWatch.due`). Returns None when none must, else the
-    mini-batches up to that update and the experts to restart."""
+    (`by_network`, `by_twin`) of the labeled rows of the mini-batches `X` they have just
+    learnt, and `model`'s input watch their rows, from update `first_update` on, one mini-batch
+    after another, up to the first update after which one of them must restart
+    (`ChangeWatch.due`). Returns None when none must, else the mini-batches up to that update
+    and the experts to restart."""
     bs = model.batch_size
     labeled = np.flatnonzero(codes >= 0)
     # the labeled rows of mini-batch `b` are `labeled[ends[b]:ends[b + 1]]`
@@ -91,6 +93,8 @@ def _hear(model, by_network: np.ndarray, by_twin: np.ndarray, codes: np.ndarray,
                if expert is not None]
     for b in range(len(ends) - 1):
         update = first_update + b + 1
+        if model._watch.active:  # as `minibatch.flush` does, before the errors
+            model._watch.narrowed(X[b * bs : (b + 1) * bs], update, model._twin)
         due = []
         for expert, errors in watched:
             if ends[b] < ends[b + 1] and expert._watch.active:

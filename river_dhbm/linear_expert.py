@@ -71,6 +71,12 @@ class LinearExpert:
         self.W = np.vstack([self.W, np.zeros((1, self.W.shape[1]))])
         self.b = np.append(self.b, 0.0)
 
+    def restandardize(self) -> None:
+        """Forget the running mean and variance: the rows that follow set them again."""
+        self.mean[:] = 0.0
+        self.m2[:] = 0.0
+        self.count[:] = 0
+
     def proba(self, X: np.ndarray) -> np.ndarray:
         """`p(y | x)` `[n, K]` of validated rows `X [n, d]`."""
         out = np.empty((len(X), len(self.b)))

@@ -88,9 +88,12 @@ def push_one(model, row, y) -> None:
 def flush(model, predict: bool = False, P: np.ndarray | None = None) -> np.ndarray | None:
     """One update on the full buffer (`learn`); with `predict`, returns `p(y | x)` of its
     rows before the update (`P`, when the caller has it). The twin (`safety`) then learns the
-    buffer's labeled rows, and the linear expert the buffer."""
+    buffer's labeled rows, and the linear expert the buffer. The input watch hears the buffer
+    first (`change.InputWatch`): a restart it makes due comes with this update's."""
     X, codes = model._X_buf, model._y_buf
     twin, linear = model._twin, model._linear
+    if model._watch.active:
+        model._watch.narrowed(X, model.n_updates + 1, twin)
     if linear is not None:  # copies: an update may change the buffer
         X_batch, codes_batch = X.copy(), codes.copy()
     if twin is not None:

@@ -163,6 +163,19 @@ def test_a_run_restarts_where_the_per_batch_path_does(monkeypatch, name):
 
 
 @pytest.mark.parametrize("name", ["dhbm-mf-alone", "dhbm-mf"])
+def test_a_run_restarts_where_the_per_batch_path_does_when_the_inputs_narrow(name):
+    X, y, labeled = _flipping(n=2400, flip=2400)  # a steady concept
+    X[1400:, 1] = 0.5 + X[1400:, 1] / 20  # a scaler in front stretched its range
+    model, reference = MODELS[name](), MODELS[name]()
+    predicted = model.test_then_train_arrays(X, y, labeled)
+    expected = _batch_by_batch(reference, X, y, labeled, 4)
+    assert model.input_change_rows == reference.input_change_rows == [1480]
+    assert model._labels_before_change == reference._labels_before_change > 0
+    np.testing.assert_array_equal(predicted, expected)
+    _assert_same_model(model, reference, X)
+
+
+@pytest.mark.parametrize("name", ["dhbm-mf-alone", "dhbm-mf"])
 def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch, name):
     X, y, labeled = _block()
     y[49], labeled[49] = "e", True  # unseen: its batch (rows 48-51) adds the class first
