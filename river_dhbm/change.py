@@ -116,13 +116,12 @@ class InputWatch:
     long-tailed feature do not carry off); `NARROW_SPANS` spans in a row `NARROWING` times
     narrower alarm. A narrow span does not enter the reference.
 
-    `block` holds the sums of `x - origin` and its square over the rows since the last
-    comparison, `[2, d]` (`origin`: their first row, so that a large mean costs no precision);
-    `reference` the log spreads (None: none yet), gathered over `reference_rows` rows.
+    `block` holds the rows since the last comparison (`block_rows` of them), `reference` the
+    log spreads (None: none yet), gathered over `reference_rows` rows.
     """
 
     def __init__(self):
-        self.block = self.origin = None
+        self.block = None
         self.block_rows = 0
         self.reference = None
         self.reference_rows = 0
@@ -132,18 +131,15 @@ class InputWatch:
         """Add the rows `X` of the model's update number `update`; at a multiple of
         `CHECK_EVERY`, say whether the inputs narrowed (a new reference then starts from the
         rows that follow)."""
-        if self.block_rows == 0:
-            self.origin = X[0].copy()
-            self.block = np.zeros((2, X.shape[1]))
-        centred = X - self.origin
-        self.block[0] += centred.sum(axis=0)
-        self.block[1] += (centred * centred).sum(axis=0)
-        self.block_rows += len(X)
+        n, start = len(X), self.block_rows
+        if self.block is None or self.block.shape != (CHECK_EVERY * n, X.shape[1]):
+            self.block, start = np.empty((CHECK_EVERY * n, X.shape[1])), 0
+        self.block[start : start + n] = X
+        self.block_rows = start + n
         if update % CHECK_EVERY:
             return False
-        rows, (mean, square) = self.block_rows, self.block / self.block_rows
-        self.block_rows = 0
-        spread = np.log(np.sqrt(np.maximum(square - mean * mean, 0.0)) + TINY_SPREAD)
+        rows, self.block_rows = self.block_rows, 0
+        spread = np.log(self.block[:rows].std(axis=0) + TINY_SPREAD)
         if self.reference is None:
             self.reference, self.reference_rows = spread, rows
             return False
