@@ -108,6 +108,10 @@ NARROW_SPANS = 2
 #: after an alarm, which starts the reference again from the rows that follow.
 INPUT_QUIET = 1_000
 
+#: Added to a standard deviation before its logarithm: a feature that never varies has a
+#: reference of about -28 that nothing falls below.
+TINY_SPREAD = 1e-12
+
 
 class InputWatch:
     """Whether the inputs narrowed: every `CHECK_EVERY` mini-batches, each feature's standard
@@ -156,10 +160,6 @@ class InputWatch:
         self.reference += rate * (spread - self.reference)
         return False
 
-
-#: Added to a standard deviation before its logarithm: a feature that never varies has a
-#: reference of about -28 that nothing falls below.
-TINY_SPREAD = 1e-12
 
 
 class ChangeWatch:
@@ -237,9 +237,8 @@ class ChangeWatch:
         if not self.inputs.narrowed(X, update):
             return False
         self.input_alarms.append(update * len(X))
-        for watch in (self, None if twin is None else twin._watch):
-            if watch is not None:
-                watch.pending = watch.inputs_moved = True
+        for watch in [self] if twin is None else [self, twin._watch]:
+            watch.pending = watch.inputs_moved = True
         return True
 
     def due(self, n_updates: int) -> bool:
@@ -257,7 +256,7 @@ def restart(model) -> None:
     they read standardized inputs, which a new scale of a feature does not move)."""
     if model._watch.inputs_moved:
         model._watch.inputs_moved = False
-        if getattr(model, "_linear", None) is not None:
+        if model._linear is not None:
             model._linear.restandardize()
     model._labels_before_change = model.n_labeled_seen
     if model._memory is not None:

@@ -41,9 +41,8 @@ def test_inputs_that_keep_their_spread_raise_nothing(seed):
 def test_a_feature_that_narrows_alarms_after_two_spans(column):
     X = _mixed_features(20_000, 5)
     X[8000:, column] = 0.9 + X[8000:, column] / 20  # a scaler in front stretched its range
-    alarms = _alarms(X)
-    assert alarms == [8000 + change.NARROW_SPANS * change.CHECK_EVERY * BATCH]
-    assert len(alarms) == 1  # the new reference starts from the narrow rows
+    # once: the new reference starts from the narrow rows
+    assert _alarms(X) == [8000 + change.NARROW_SPANS * change.CHECK_EVERY * BATCH]
 
 
 @pytest.mark.parametrize("flat_rows, alarms", [(200, []), (400, [8400])])
