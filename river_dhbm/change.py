@@ -17,7 +17,10 @@ varied narrows to a fraction of its spread, the stored labeled rows no longer lo
 to come (a `MinMaxScaler` in front has stretched its range to an outlier, or a reading went
 flat or changed meaning), and the model restarts as on an alarm, its linear expert's
 standardization too. At 1 % labels the errors take thousands of rows to show a change that the
-unlabeled rows show in a few hundred.
+unlabeled rows show in a few hundred. When the other features held (their spread and mean as
+before), what moved is the narrowed features' scale, not the stream: the label memory keeps its
+rows, their narrowed features mapped onto the new mean and spread, instead of forgetting labels
+that took thousands of rows to gather.
 """
 
 from __future__ import annotations
@@ -121,13 +124,20 @@ class InputWatch:
     narrower alarm. A narrow span does not enter the reference.
 
     `block` holds the rows since the last comparison (`block_rows` of them), `reference` the
-    log spreads (None: none yet), gathered over `reference_rows` rows.
+    log spreads (None: none yet) and `reference_mean` the means, gathered over `reference_rows`
+    rows. After an alarm, `scale_map` is `(scale, shift)`, which takes a row of the old
+    reference onto the narrow span's mean and spread (`x * scale + shift`, identity on the
+    features that did not narrow), or None when another feature moved as well (`_scale_map`).
     """
+
+    reference_mean = None  # a model pickled before the means were kept gathers them anew
+    scale_map = None
 
     def __init__(self):
         self.block = None
         self.block_rows = 0
         self.reference = None
+        self.reference_mean = None
         self.reference_rows = 0
         self.narrow_spans = 0
 
@@ -144,21 +154,41 @@ class InputWatch:
             return False
         rows, self.block_rows = self.block_rows, 0
         spread = np.log(self.block[:rows].std(axis=0) + TINY_SPREAD)
+        mean = self.block[:rows].mean(axis=0)
         if self.reference is None:
-            self.reference, self.reference_rows = spread, rows
+            self.reference, self.reference_mean, self.reference_rows = spread, mean, rows
             return False
-        if (self.reference_rows >= INPUT_QUIET
-                and (spread < self.reference - math.log(NARROWING)).any()):
+        if self.reference_mean is None:
+            self.reference_mean = mean
+        narrow = spread < self.reference - math.log(NARROWING)
+        if self.reference_rows >= INPUT_QUIET and narrow.any():
             self.narrow_spans += 1
             if self.narrow_spans < NARROW_SPANS:
                 return False
+            self.scale_map = self._scale_map(narrow, spread, mean)
             self.reference, self.reference_rows, self.narrow_spans = None, 0, 0
             return True
         self.narrow_spans = 0
         self.reference_rows += rows
         rate = max(rows / INPUT_REFERENCE, rows / self.reference_rows)
         self.reference += rate * (spread - self.reference)
+        self.reference_mean += rate * (mean - self.reference_mean)
         return False
+
+    def _scale_map(self, narrow: np.ndarray, spread: np.ndarray, mean: np.ndarray):
+        """`(scale, shift)` taking the reference's mean and spread of the `narrow` features onto
+        the span's `mean` and log `spread`; None unless every other feature held, its spread
+        within a factor `NARROWING` of its reference and its mean within `NARROWING` of its
+        reference standard deviations (on a weather record whose columns moved by one, the
+        pressure widened 8-fold as the dew point narrowed: the rows' meaning moved)."""
+        others = ~narrow
+        held = (np.abs(spread - self.reference)[others] < math.log(NARROWING)).all() and (
+            np.abs(mean - self.reference_mean)[others]
+            < NARROWING * np.exp(self.reference[others])).all()
+        if not held:
+            return None
+        scale = np.where(narrow, np.exp(spread - self.reference), 1.0)
+        return scale, np.where(narrow, mean - scale * self.reference_mean, 0.0)
 
 
 
@@ -168,8 +198,12 @@ class ChangeWatch:
     unless `detector` is River's `NoDrift`.
 
     `alarms` lists the rows (counted from 1, in the order the model learnt them) at whose
-    mini-batch the error rose, `input_alarms` those at whose the inputs narrowed.
+    mini-batch the error rose, `input_alarms` those at whose the inputs narrowed. A restart
+    that only the inputs asked for holds `memory_map`, `(scale, shift, last row)`: the label
+    memory's rows up to `last row` are mapped by it and kept (None: forgotten).
     """
+
+    memory_map = None
 
     def __init__(self, detector):
         self.detector = None if detector is None else detector.clone()
@@ -229,6 +263,7 @@ class ChangeWatch:
         if rose:
             self.alarms.append(int(row))
             self.pending = True
+            self.memory_map = None  # the concept moved: the stored labels go
         return rose
 
     def narrowed(self, X: np.ndarray, update: int, twin=None) -> bool:
@@ -236,8 +271,13 @@ class ChangeWatch:
         note the alarm and make the restart due, here and in the model's `twin`'s watch."""
         if not self.inputs.narrowed(X, update):
             return False
-        self.input_alarms.append(update * len(X))
+        row = update * len(X)
+        self.input_alarms.append(row)
+        scale_map = self.inputs.scale_map
         for watch in [self] if twin is None else [self, twin._watch]:
+            # rows up to the narrow spans' first came at the old scale
+            watch.memory_map = None if scale_map is None or watch.pending else (
+                *scale_map, row - NARROW_SPANS * CHECK_EVERY * len(X))
             watch.pending = watch.inputs_moved = True
         return True
 
@@ -253,14 +293,21 @@ def restart(model) -> None:
     """Re-open `model`'s fast learning after a change: the warm start counts labels from now
     on, the label memory forgets the old concept, the experts' scores and Adam's moments start
     again; after the inputs narrowed, the linear expert's standardization too (its weights stay:
-    they read standardized inputs, which a new scale of a feature does not move)."""
-    if model._watch.inputs_moved:
-        model._watch.inputs_moved = False
+    they read standardized inputs, which a new scale of a feature does not move), and when only
+    the narrowed features' scale moved (`ChangeWatch.memory_map`), the label memory keeps its
+    rows, mapped onto the new scale."""
+    watch, kept = model._watch, None
+    if watch.inputs_moved:
+        watch.inputs_moved, kept, watch.memory_map = False, watch.memory_map, None
         if model._linear is not None:
             model._linear.restandardize()
     model._labels_before_change = model.n_labeled_seen
-    if model._memory is not None:
+    if model._memory is not None and kept is None:
         model._memory.state[:] = 0
+    elif model._memory is not None:
+        scale, shift, last_row = kept
+        old = model._memory.rows <= last_row
+        model._memory.X[old] = model._memory.X[old] * scale + shift
     if model._mixture is not None:  # the best expert may have changed
         model._mixture.restart()
     moments = getattr(model, "_moments", None)

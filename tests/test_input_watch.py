@@ -1,5 +1,6 @@
 """The input watch (`change.InputWatch`): a feature that narrows to a fraction of its spread
-restarts the model's learning, with its linear expert's standardization; streams whose
+restarts the model's learning, with its linear expert's standardization; when the other
+features held, the label memory keeps its rows, mapped onto the new scale; streams whose
 inputs keep their spread, whatever their shape, raise nothing."""
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from river_dhbm import DHBM, DHDA, change
 BATCH = 20
 
 
-def _alarms(X: np.ndarray) -> list[int]:
-    """The rows at which a fresh watch fed `X` mini-batch by mini-batch alarms."""
-    watch, rows = change.InputWatch(), []
+def _alarms(X: np.ndarray, watch=None) -> list[int]:
+    """The rows at which `watch` (a fresh one by default) fed `X` mini-batch by mini-batch
+    alarms."""
+    watch, rows = watch or change.InputWatch(), []
     for b in range(len(X) // BATCH):
         if watch.narrowed(X[b * BATCH : (b + 1) * BATCH], b + 1):
             rows.append((b + 1) * BATCH)
@@ -82,6 +84,60 @@ def test_at_scarce_labels_a_squeezed_feature_is_learnt_again(cls, monkeypatch):
         return float((np.array(m.classes_)[p[after]] == y[after]).mean())
 
     assert accuracy(model, predicted) > 0.85 and accuracy(blind, stale) < 0.7
+
+
+@pytest.mark.parametrize("cls", [DHBM, DHDA], ids=lambda c: c.__name__)
+def test_a_moved_scale_keeps_the_stored_labels_mapped_onto_it(cls, monkeypatch):
+    X, y = _squeezed(8000, 4000, seed=1)
+    labeled = np.random.default_rng(1).random(len(X)) < 0.01  # 40 labels before the squeeze
+    model = cls(seed=1)
+    predicted = model.test_then_train_arrays(X, y, labeled)
+    assert model.input_change_rows == [4400]
+    memory = model._memory
+    old = memory.rows[: memory.count] <= 4000  # stored before the narrow spans
+    assert old.sum() > 20
+    # their squeezed feature now has the squeezed rows' mean and spread, the others as they came
+    np.testing.assert_allclose(memory.X[: memory.count][old, 0].mean(), 0.925, atol=0.006)
+    assert memory.X[: memory.count][old, 0].std() == pytest.approx(0.0144, rel=0.25)
+    assert set(memory.X[: memory.count][old, 1]) <= set(X[:4000, 1])
+    # the control: the same model forgetting them, as after a change of the concept
+    monkeypatch.setattr(change.InputWatch, "_scale_map", lambda *args: None)
+    forgetful = cls(seed=1)
+    forgotten = forgetful.test_then_train_arrays(X, y, labeled)
+    assert forgetful.input_change_rows == [4400]
+    assert (forgetful._memory.rows[: forgetful._memory.count] > 4000).all()
+    after = slice(4400, 5400)
+
+    def accuracy(m, p):
+        return float((np.array(m.classes_)[p[after]] == y[after]).mean())
+
+    assert accuracy(model, predicted) > 0.85 and accuracy(forgetful, forgotten) < 0.78
+
+
+@pytest.mark.parametrize("widening, shift, mapped", [(1, 0, True), (8, 0, False), (1, 1, False)])
+def test_when_another_feature_moves_too_the_stored_labels_go(widening, shift, mapped):
+    X, y = _squeezed(8000, 4000, seed=1)
+    # the columns moved: as one narrows, another widens or moves away
+    X[4000:, 2] = 0.5 + shift + (X[4000:, 2] - 0.5) * widening
+    watch = change.InputWatch()
+    assert _alarms(X, watch) == [4400]
+    assert (watch.scale_map is not None) == mapped
+    model = DHBM(seed=1)
+    labeled = np.random.default_rng(1).random(5000) < 0.01
+    model.test_then_train_arrays(X[:5000], y[:5000], labeled)  # the memory just after
+    assert model.input_change_rows == [4400] and model.drift_rows == []
+    assert (model._memory.rows[: model._memory.count] <= 4000).any() == mapped
+
+
+def test_a_restart_the_errors_asked_for_forgets_whatever_the_inputs_did():
+    X, _ = _squeezed(6000, 3000, seed=3)
+    watch = change.ChangeWatch(None)
+    for b in range(len(X) // BATCH):
+        if (b + 1) * BATCH == 3300:
+            watch.pending = True  # the errors rose, the restart waits for the next check
+        if watch.narrowed(X[b * BATCH : (b + 1) * BATCH], b + 1):
+            break
+    assert watch.input_alarms == [3400] and watch.inputs_moved and watch.memory_map is None
 
 
 def test_the_restart_forgets_the_linear_experts_scale_only_after_the_inputs_moved():
