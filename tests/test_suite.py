@@ -59,6 +59,16 @@ def test_river_datasets_by_name_and_model_settings_after_a_colon():
     assert suite.make_learner("GaussianNB", seed=1)[1] is False
 
 
+def test_our_models_sit_behind_the_scaler_their_settings_name():
+    from river import preprocessing
+
+    default = suite.make_learner("dhbm-mf", seed=1)[0]
+    standard = suite.make_learner("dhbm-mf:scaler=standard;steps=2", seed=1)[0]
+    assert isinstance(default[0], preprocessing.MinMaxScaler)
+    assert isinstance(standard[0], preprocessing.StandardScaler) and standard[-1].steps == 2
+    assert "scaler" not in standard[-1]._get_params()  # a setting of the pipeline, not the model
+
+
 def test_the_command_writes_the_table_the_csv_and_the_figure(tmp_path, capsys):
     out = tmp_path / "suite"
     code = main(["suite", "--streams", "sea,bananas", "--models", "dhbm-mf,GaussianNB",
@@ -78,6 +88,7 @@ def test_the_command_writes_the_table_the_csv_and_the_figure(tmp_path, capsys):
     (["--streams", "nope"], "Unknown stream 'nope'"),
     (["--streams", "mnist"], "needs --mnist"),
     (["--models", "dhbm-nope"], "dhbm-nope"),
+    (["--models", "dhbm-mf:scaler=robust"], "Invalid scaler ('robust')"),
     (["--label-ratios", "0"], "Invalid label ratio"),
 ])
 def test_bad_settings_end_in_one_line(argv, message, capsys):

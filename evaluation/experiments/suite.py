@@ -76,6 +76,11 @@ PEERS = ("LogisticRegression", "GaussianNB", "BernoulliNB", "HoeffdingTree", "KN
 #: Peers for binary features only: elsewhere their cells are n/a (`skip_reason`).
 BINARY_PEERS = ("BernoulliNB",)
 
+#: The scalers our models can sit behind (`scaler=` among a model's settings; the first is the
+#: default): River's `MinMaxScaler`, the [0, 1] the paper's models take, or its
+#: `StandardScaler`. Which does better depends on the stream (docs/results.md).
+SCALERS = ("minmax", "standard")
+
 #: MOA's peers that `--moa` adds (the `moa` extra): two supervised, one semi-supervised.
 MOA_PEERS = ("moa:NaiveBayes", "moa:HoeffdingTree", "moa:SLEADE")
 
@@ -132,6 +137,16 @@ def make_learner(name: str, seed: int, rows: list | None = None):
             "ARF": lambda: forest.ARFClassifier(seed=seed),
             "Prior": dummy.PriorClassifier,  # the labeled rows' most frequent class
         }[name](), False
+    base_name, params = _settings_of(name)
+    scaler = params.pop("scaler", SCALERS[0])
+    model = registry.make_model(base_name, None, None, seed=seed, params=params, preset="default")
+    front = (preprocessing.MinMaxScaler if scaler == "minmax" else preprocessing.StandardScaler)
+    return front() | model, True
+
+
+def _settings_of(name: str) -> tuple[str, dict]:
+    """`(registry name, settings)` of one of our models' names: `dhbm-mf:steps=2;init=glorot`
+    gives `("dhbm-mf", {"steps": 2, "init": "glorot"})`."""
     base_name, _, settings = name.partition(":")
     params = {}
     for item in filter(None, settings.split(";")):
@@ -140,8 +155,7 @@ def make_learner(name: str, seed: int, rows: list | None = None):
             params[key] = json.loads(value)
         except json.JSONDecodeError:  # a bare word: a string setting
             params[key] = value
-    model = registry.make_model(base_name, None, None, seed=seed, params=params, preset="default")
-    return preprocessing.MinMaxScaler() | model, True
+    return base_name, params
 
 
 class MOAPeer:
@@ -184,7 +198,11 @@ def check_model_name(name: str) -> str:
         return name
     if name.startswith(registry.MOA_PREFIX):
         return registry.check_model_name(name)
-    registry.check_model_name(name.partition(":")[0])
+    base_name, params = _settings_of(name)
+    registry.check_model_name(base_name)
+    if params.get("scaler", SCALERS[0]) not in SCALERS:
+        raise ValueError(f"Invalid scaler ({params['scaler']!r}) in {name!r}. Valid options: "
+                         f"{', '.join(SCALERS)}")
     return name
 
 
@@ -325,7 +343,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "stream's cell is n/a")
     p.add_argument("--models", type=model_names, default=DEFAULT_MODELS,
                    help="comma-separated: ours (registry names, `/labeled-only`, settings after "
-                   "a colon: `dhbm-mf:hidden_sizes=[64,64];steps=4`), River's peers "
+                   "a colon: `dhbm-mf:hidden_sizes=[64,64];steps=4`, behind River's MinMaxScaler "
+                   "or, with `scaler=standard`, its StandardScaler), River's peers "
                    f"({', '.join(PEERS)}; BernoulliNB only where the features are all 0 or 1, "
                    "n/a elsewhere) and MOA's through the `moa` extra (moa:NaiveBayes, "
                    "moa:SLEADE, moa:<MOA CLI string>; not in the default list)")
