@@ -191,7 +191,6 @@ class InputWatch:
         return scale, np.where(narrow, mean - scale * self.reference_mean, 0.0)
 
 
-
 class ChangeWatch:
     """A fresh copy of `detector` fed with the labeled rows' 0/1 errors; when `detector` is None,
     ADWIN and DDM side by side (`default_detectors`); and the inputs' spread (`InputWatch`),
