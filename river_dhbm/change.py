@@ -19,8 +19,8 @@ flat or changed meaning), and the model restarts as on an alarm, its linear expe
 standardization too. At 1 % labels the errors take thousands of rows to show a change that the
 unlabeled rows show in a few hundred. When the other features held (their spread and mean as
 before), what moved is the narrowed features' scale, not the stream: the label memory keeps its
-rows, their narrowed features mapped onto the new mean and spread, instead of forgetting labels
-that took thousands of rows to gather.
+older rows, their narrowed features mapped onto the new mean and spread, instead of forgetting
+labels that took thousands of rows to gather.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class InputWatch:
     features that did not narrow), or None when another feature moved as well (`_scale_map`).
     """
 
-    reference_mean = None  # a model pickled before the means were kept gathers them anew
+    reference_mean = None  # None with a reference: pickled before the means were kept
     scale_map = None
 
     def __init__(self):
@@ -155,11 +155,10 @@ class InputWatch:
         rows, self.block_rows = self.block_rows, 0
         spread = np.log(self.block[:rows].std(axis=0) + TINY_SPREAD)
         mean = self.block[:rows].mean(axis=0)
-        if self.reference is None:
+        if self.reference is None or self.reference_mean is None:  # a new reference
             self.reference, self.reference_mean, self.reference_rows = spread, mean, rows
+            self.narrow_spans = 0
             return False
-        if self.reference_mean is None:
-            self.reference_mean = mean
         narrow = spread < self.reference - math.log(NARROWING)
         if self.reference_rows >= INPUT_QUIET and narrow.any():
             self.narrow_spans += 1
@@ -180,15 +179,21 @@ class InputWatch:
         the span's `mean` and log `spread`; None unless every other feature held, its spread
         within a factor `NARROWING` of its reference and its mean within `NARROWING` of its
         reference standard deviations (on a weather record whose columns moved by one, the
-        pressure widened 8-fold as the dew point narrowed: the rows' meaning moved)."""
+        pressure widened 8-fold as the dew point narrowed: the rows' meaning moved); None too
+        when no feature is left to hold. A narrowed feature without any spread in the span (a
+        rare one silent for a while, a reading gone flat) tells nothing of its new scale: its
+        stored values stay."""
         others = ~narrow
+        if not others.any():
+            return None
         held = (np.abs(spread - self.reference)[others] < math.log(NARROWING)).all() and (
             np.abs(mean - self.reference_mean)[others]
             < NARROWING * np.exp(self.reference[others])).all()
         if not held:
             return None
-        scale = np.where(narrow, np.exp(spread - self.reference), 1.0)
-        return scale, np.where(narrow, mean - scale * self.reference_mean, 0.0)
+        moved = narrow & (spread > math.log(2 * TINY_SPREAD))
+        scale = np.where(moved, np.exp(spread - self.reference), 1.0)
+        return scale, np.where(moved, mean - scale * self.reference_mean, 0.0)
 
 
 class ChangeWatch:
@@ -198,8 +203,9 @@ class ChangeWatch:
 
     `alarms` lists the rows (counted from 1, in the order the model learnt them) at whose
     mini-batch the error rose, `input_alarms` those at whose the inputs narrowed. A restart
-    that only the inputs asked for holds `memory_map`, `(scale, shift, last row)`: the label
-    memory's rows up to `last row` are mapped by it and kept (None: forgotten).
+    that only the inputs asked for holds `memory_map`, `(scale, shift, mapped, unsure)`: the
+    label memory's rows up to row `mapped` are mapped by it and kept, those after it up to row
+    `unsure` are forgotten, the later ones kept as they are (None: all forgotten).
     """
 
     memory_map = None
@@ -270,13 +276,15 @@ class ChangeWatch:
         note the alarm and make the restart due, here and in the model's `twin`'s watch."""
         if not self.inputs.narrowed(X, update):
             return False
-        row = update * len(X)
+        row, span = update * len(X), CHECK_EVERY * len(X)
         self.input_alarms.append(row)
         scale_map = self.inputs.scale_map
+        # the span before the narrow ones may have narrowed part-way: its rows came at either
+        # scale; those before it came at the old one
+        unsure = row - NARROW_SPANS * span
         for watch in [self] if twin is None else [self, twin._watch]:
-            # rows up to the narrow spans' first came at the old scale
             watch.memory_map = None if scale_map is None or watch.pending else (
-                *scale_map, row - NARROW_SPANS * CHECK_EVERY * len(X))
+                *scale_map, unsure - span, unsure)
             watch.pending = watch.inputs_moved = True
         return True
 
@@ -294,7 +302,7 @@ def restart(model) -> None:
     again; after the inputs narrowed, the linear expert's standardization too (its weights stay:
     they read standardized inputs, which a new scale of a feature does not move), and when only
     the narrowed features' scale moved (`ChangeWatch.memory_map`), the label memory keeps its
-    rows, mapped onto the new scale."""
+    older rows, mapped onto the new scale."""
     watch, kept = model._watch, None
     if watch.inputs_moved:
         watch.inputs_moved, kept, watch.memory_map = False, watch.memory_map, None
@@ -304,9 +312,11 @@ def restart(model) -> None:
     if model._memory is not None and kept is None:
         model._memory.state[:] = 0
     elif model._memory is not None:
-        scale, shift, last_row = kept
-        old = model._memory.rows <= last_row
-        model._memory.X[old] = model._memory.X[old] * scale + shift
+        scale, shift, mapped, unsure = kept
+        memory = model._memory
+        old = memory.rows <= mapped
+        memory.X[old] = memory.X[old] * scale + shift
+        memory.keep(old | (memory.rows > unsure))
     if model._mixture is not None:  # the best expert may have changed
         model._mixture.restart()
     moments = getattr(model, "_moments", None)

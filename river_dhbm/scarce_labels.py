@@ -55,6 +55,16 @@ class LabelMemory:
     def count(self) -> int:
         return int(self.state[0])
 
+    def keep(self, which: np.ndarray) -> None:
+        """Keep only the stored rows whose slot is True in `which [size]`, oldest first, as a
+        ring that starts again at slot 0."""
+        count, next_slot = self.count, int(self.state[1])
+        slots = (next_slot - count + np.arange(count)) % len(self.y)
+        slots = slots[which[slots]]
+        for stored in (self.X, self.y, self.rows):
+            stored[: len(slots)] = stored[slots]
+        self.state[:] = (len(slots), len(slots) % len(self.y))
+
 
 def beta_at(beta: float, schedule, t: float) -> float:
     """The unlabeled rows' weight of the update that follows `t` updates (paper eq. 17): 0

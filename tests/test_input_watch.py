@@ -129,6 +129,58 @@ def test_when_another_feature_moves_too_the_stored_labels_go(widening, shift, ma
     assert (model._memory.rows[: model._memory.count] <= 4000).any() == mapped
 
 
+def test_the_span_before_the_narrow_ones_is_forgotten_the_older_rows_mapped():
+    # mini-batches of 32: the squeeze at row 4000 falls inside a span of 320 rows
+    X, y = _squeezed(8000, 4000, seed=1)
+    model = DHBM(seed=1, batch_size=32)
+    labeled = np.random.default_rng(1).random(5000) < 0.02
+    model.test_then_train_arrays(X[:5000], y[:5000], labeled)
+    assert model.input_change_rows == [4800]
+    memory = model._memory
+    rows, values = memory.rows[: memory.count], memory.X[: memory.count, 0]
+    assert not ((rows > 3840) & (rows <= 4160)).any()  # squeezed or not: unsure, forgotten
+    assert (rows <= 3840).sum() > 20  # mapped onto the squeezed scale, each of them
+    assert (np.abs(values[rows <= 3840] - 0.925) < 0.1).all()
+    assert (values[rows > 4160] >= 0.9).all()  # came squeezed, left as they came
+
+
+def test_a_rare_feature_silent_through_the_alarm_keeps_its_stored_values():
+    X, _ = _squeezed(8000, 4000, seed=2)
+    rare = (np.random.default_rng(2).random(8000) < 0.05).astype(float)
+    rare[4000:] = 0.0  # silent from the squeeze on: no spread to map it onto
+    watch = change.InputWatch()
+    assert _alarms(np.column_stack([X, rare]), watch) == [4400]
+    scale, shift = watch.scale_map
+    assert scale[0] < 0.1 and (scale[1:] == 1).all() and (shift[1:] == 0).all()
+
+
+def test_a_stream_with_nothing_left_to_hold_forgets():
+    X, _ = _squeezed(8000, 4000, seed=2)
+    watch = change.InputWatch()
+    assert _alarms(X[:, :1], watch) == [4400] and watch.scale_map is None
+
+
+def test_a_watch_pickled_before_the_means_were_kept_starts_its_reference_again():
+    X, _ = _squeezed(8000, 4000, seed=2)
+    watch = change.InputWatch()
+    _alarms(X[:3000], watch)
+    del watch.__dict__["reference_mean"]  # as an older model's watch comes back
+    assert _alarms(X[3000:3200], watch) == [] and watch.reference_rows == 200  # a new one
+    rows = [r + 3200 for r in _alarms(X[3200:], watch)]
+    assert rows == [4400] and watch.scale_map is not None
+
+
+def test_the_label_memory_keeps_the_rows_asked_for_in_order_across_the_ring():
+    from river_dhbm.scarce_labels import LabelMemory
+
+    memory = LabelMemory(4, 1)
+    memory.X[:, 0], memory.y[:], memory.rows[:] = [5, 6, 3, 4], [1, 0, 1, 0], [50, 60, 30, 40]
+    memory.state[:] = (4, 2)  # full, the oldest at slot 2
+    memory.keep(memory.rows != 40)
+    assert memory.count == 3 and list(memory.state) == [3, 3]
+    assert list(memory.rows[:3]) == [30, 50, 60] and list(memory.y[:3]) == [1, 1, 0]
+
+
 def test_a_restart_the_errors_asked_for_forgets_whatever_the_inputs_did():
     X, _ = _squeezed(6000, 3000, seed=3)
     watch = change.ChangeWatch(None)

@@ -67,6 +67,8 @@ def test_our_models_sit_behind_the_scaler_their_settings_name():
     assert isinstance(default[0], preprocessing.MinMaxScaler)
     assert isinstance(standard[0], preprocessing.StandardScaler) and standard[-1].steps == 2
     assert "scaler" not in standard[-1]._get_params()  # a setting of the pipeline, not the model
+    with pytest.raises(ValueError, match="Invalid scaler"):
+        suite.make_learner("dhbm-mf:scaler=robust", seed=1)
 
 
 def test_the_command_writes_the_table_the_csv_and_the_figure(tmp_path, capsys):

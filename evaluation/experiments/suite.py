@@ -137,7 +137,7 @@ def make_learner(name: str, seed: int, rows: list | None = None):
             "ARF": lambda: forest.ARFClassifier(seed=seed),
             "Prior": dummy.PriorClassifier,  # the labeled rows' most frequent class
         }[name](), False
-    base_name, params = _settings_of(name)
+    base_name, params = _settings_of(check_model_name(name))
     scaler = params.pop("scaler", SCALERS[0])
     model = registry.make_model(base_name, None, None, seed=seed, params=params, preset="default")
     front = (preprocessing.MinMaxScaler if scaler == "minmax" else preprocessing.StandardScaler)
