@@ -14,8 +14,8 @@ falls, which is the model learning, not the stream changing.
 
 The inputs are watched too (`InputWatch`), every row of them, labeled or not: when a feature that
 varied narrows to a fraction of its spread, the stored labeled rows no longer look like the rows
-to come (a `MinMaxScaler` in front has stretched its range to an outlier, or a reading went
-flat or changed meaning), and the model restarts as on an alarm, its linear expert's
+to come (a `MinMaxScaler` in front has stretched its range to an outlier, or a reading changed
+meaning), and the model restarts as on an alarm, its linear expert's
 standardization too. At 1 % labels the errors take thousands of rows to show a change that the
 unlabeled rows show in a few hundred. When the other features held (their spread and mean as
 before), what moved is the narrowed features' scale, not the stream: the label memory keeps its
@@ -159,31 +159,33 @@ class InputWatch:
             self.reference, self.reference_mean, self.reference_rows = spread, mean, rows
             self.narrow_spans = 0
             return False
-        narrow = spread < self.reference - math.log(NARROWING)
+        # a span without any spread (a rare feature silent for a while, one column of a
+        # one-hot category) says nothing of the feature's scale: neither narrow nor reference
+        silent = spread <= math.log(2 * TINY_SPREAD)
+        narrow = ~silent & (spread < self.reference - math.log(NARROWING))
         if self.reference_rows >= INPUT_QUIET and narrow.any():
             self.narrow_spans += 1
             if self.narrow_spans < NARROW_SPANS:
                 return False
-            self.scale_map = self._scale_map(narrow, spread, mean)
+            self.scale_map = self._scale_map(narrow, silent, spread, mean)
             self.reference, self.reference_rows, self.narrow_spans = None, 0, 0
             return True
         self.narrow_spans = 0
         self.reference_rows += rows
-        rate = max(rows / INPUT_REFERENCE, rows / self.reference_rows)
+        rate = np.where(silent, 0.0, max(rows / INPUT_REFERENCE, rows / self.reference_rows))
         self.reference += rate * (spread - self.reference)
         self.reference_mean += rate * (mean - self.reference_mean)
         return False
 
-    def _scale_map(self, narrow: np.ndarray, spread: np.ndarray, mean: np.ndarray):
+    def _scale_map(self, narrow: np.ndarray, silent: np.ndarray, spread: np.ndarray,
+                   mean: np.ndarray):
         """`(scale, shift)` taking the reference's mean and spread of the `narrow` features onto
         the span's `mean` and log `spread`; None unless every other feature held, its spread
         within a factor `NARROWING` of its reference and its mean within `NARROWING` of its
         reference standard deviations (on a weather record whose columns moved by one, the
         pressure widened 8-fold as the dew point narrowed: the rows' meaning moved); None too
-        when no feature is left to hold. A narrowed feature without any spread in the span (a
-        rare one silent for a while, a reading gone flat) tells nothing of its new scale: its
-        stored values stay."""
-        others = ~narrow
+        when no feature is left to hold. The `silent` features tell nothing either way."""
+        others = ~narrow & ~silent
         if not others.any():
             return None
         held = (np.abs(spread - self.reference)[others] < math.log(NARROWING)).all() and (
@@ -191,9 +193,8 @@ class InputWatch:
             < NARROWING * np.exp(self.reference[others])).all()
         if not held:
             return None
-        moved = narrow & (spread > math.log(2 * TINY_SPREAD))
-        scale = np.where(moved, np.exp(spread - self.reference), 1.0)
-        return scale, np.where(moved, mean - scale * self.reference_mean, 0.0)
+        scale = np.where(narrow, np.exp(spread - self.reference), 1.0)
+        return scale, np.where(narrow, mean - scale * self.reference_mean, 0.0)
 
 
 class ChangeWatch:

@@ -47,11 +47,22 @@ def test_a_feature_that_narrows_alarms_after_two_spans(column):
     assert _alarms(X) == [8000 + change.NARROW_SPANS * change.CHECK_EVERY * BATCH]
 
 
-@pytest.mark.parametrize("flat_rows, alarms", [(200, []), (400, [8400])])
-def test_one_narrow_span_is_luck_two_are_a_change(flat_rows, alarms):
+@pytest.mark.parametrize("narrow_rows, alarms", [(200, []), (400, [8400])])
+def test_one_narrow_span_is_luck_two_are_a_change(narrow_rows, alarms):
     X = _mixed_features(20_000, 6)
-    X[8000 : 8000 + flat_rows, 1] = 0.0  # a reading goes flat for a span, or two
+    X[8000 : 8000 + narrow_rows, 1] /= 20  # a reading narrows for a span, or two
     assert _alarms(X) == alarms
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_many_valued_category_one_hot_raises_nothing(seed):
+    # each of its 40 columns is silent for spans on end: no spread says nothing of a scale
+    rng = np.random.default_rng(seed)
+    one_hot = np.eye(40)[rng.integers(0, 40, 60_000)]
+    assert _alarms(np.column_stack([_mixed_features(60_000, seed), one_hot])) == []
+    X = _mixed_features(20_000, seed)
+    X[8000:, 1] = 0.0  # nor does a reading that goes exactly flat
+    assert _alarms(X) == []
 
 
 def _squeezed(n: int, at: int, seed: int):
