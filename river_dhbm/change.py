@@ -115,6 +115,12 @@ INPUT_QUIET = 1_000
 #: reference of about -28 that nothing falls below.
 TINY_SPREAD = 1e-12
 
+#: The share of a span's rows that must differ from its median for the span to tell a
+#: feature's spread: fewer are a few rows' luck. A category of 40 values one-hot encoded
+#: leaves each column silent for spans on end, and a pixel of the digits lit in three to five
+#: rows of a span was five times narrower than its reference, twice in a row: both alarmed.
+VARYING_SHARE = 0.1
+
 
 class InputWatch:
     """Whether the inputs narrowed: every `CHECK_EVERY` mini-batches, each feature's standard
@@ -153,39 +159,40 @@ class InputWatch:
         if update % CHECK_EVERY:
             return False
         rows, self.block_rows = self.block_rows, 0
-        spread = np.log(self.block[:rows].std(axis=0) + TINY_SPREAD)
-        mean = self.block[:rows].mean(axis=0)
+        block = self.block[:rows]
+        spread = np.log(block.std(axis=0) + TINY_SPREAD)
+        mean = block.mean(axis=0)
         if self.reference is None or self.reference_mean is None:  # a new reference
             self.reference, self.reference_mean, self.reference_rows = spread, mean, rows
             self.narrow_spans = 0
             return False
-        # a span without any spread (a rare feature silent for a while, one column of a
-        # one-hot category) says nothing of the feature's scale: neither narrow nor reference
-        silent = spread <= math.log(2 * TINY_SPREAD)
-        narrow = ~silent & (spread < self.reference - math.log(NARROWING))
+        # a span in which few rows vary (a rare feature, one column of a one-hot category, a
+        # pixel lit a few times) says little of the feature's scale: neither narrow nor reference
+        sparse = (block != np.median(block, axis=0)).sum(axis=0) < VARYING_SHARE * rows
+        narrow = ~sparse & (spread < self.reference - math.log(NARROWING))
         if self.reference_rows >= INPUT_QUIET and narrow.any():
             self.narrow_spans += 1
             if self.narrow_spans < NARROW_SPANS:
                 return False
-            self.scale_map = self._scale_map(narrow, silent, spread, mean)
+            self.scale_map = self._scale_map(narrow, sparse, spread, mean)
             self.reference, self.reference_rows, self.narrow_spans = None, 0, 0
             return True
         self.narrow_spans = 0
         self.reference_rows += rows
-        rate = np.where(silent, 0.0, max(rows / INPUT_REFERENCE, rows / self.reference_rows))
+        rate = np.where(sparse, 0.0, max(rows / INPUT_REFERENCE, rows / self.reference_rows))
         self.reference += rate * (spread - self.reference)
         self.reference_mean += rate * (mean - self.reference_mean)
         return False
 
-    def _scale_map(self, narrow: np.ndarray, silent: np.ndarray, spread: np.ndarray,
+    def _scale_map(self, narrow: np.ndarray, sparse: np.ndarray, spread: np.ndarray,
                    mean: np.ndarray):
         """`(scale, shift)` taking the reference's mean and spread of the `narrow` features onto
         the span's `mean` and log `spread`; None unless every other feature held, its spread
         within a factor `NARROWING` of its reference and its mean within `NARROWING` of its
         reference standard deviations (on a weather record whose columns moved by one, the
         pressure widened 8-fold as the dew point narrowed: the rows' meaning moved); None too
-        when no feature is left to hold. The `silent` features tell nothing either way."""
-        others = ~narrow & ~silent
+        when no feature is left to hold. The `sparse` features tell nothing either way."""
+        others = ~narrow & ~sparse
         if not others.any():
             return None
         held = (np.abs(spread - self.reference)[others] < math.log(NARROWING)).all() and (

@@ -43,8 +43,10 @@ def test_inputs_that_keep_their_spread_raise_nothing(seed):
 def test_a_feature_that_narrows_alarms_after_two_spans(column):
     X = _mixed_features(20_000, 5)
     X[8000:, column] = 0.9 + X[8000:, column] / 20  # a scaler in front stretched its range
-    # once: the new reference starts from the narrow rows
-    assert _alarms(X) == [8000 + change.NARROW_SPANS * change.CHECK_EVERY * BATCH]
+    # once: the new reference starts from the narrow rows; a rare feature (1 row in 50 lit)
+    # varies in too few rows of a span to tell its spread
+    alarms = [8000 + change.NARROW_SPANS * change.CHECK_EVERY * BATCH] if column < 4 else []
+    assert _alarms(X) == alarms
 
 
 @pytest.mark.parametrize("narrow_rows, alarms", [(200, []), (400, [8400])])
@@ -56,7 +58,7 @@ def test_one_narrow_span_is_luck_two_are_a_change(narrow_rows, alarms):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_many_valued_category_one_hot_raises_nothing(seed):
-    # each of its 40 columns is silent for spans on end: no spread says nothing of a scale
+    # each of its 40 columns varies in a few rows of a span, or none: that is no scale
     rng = np.random.default_rng(seed)
     one_hot = np.eye(40)[rng.integers(0, 40, 60_000)]
     assert _alarms(np.column_stack([_mixed_features(60_000, seed), one_hot])) == []
