@@ -101,10 +101,9 @@ INPUT_REFERENCE = 5_000
 #: `CHECK_EVERY` mini-batches must be, twice in a row, to alarm.
 NARROWING = 3.0
 
-#: Narrow spans in a row that alarm. One is a few rows' luck for a rare feature (a pixel lit
-#: once in fifty rows has no spread over 200 rows one time in fifty) or a long-tailed one
-#: (whose spread is a few large values): with one, a stream of such features alarmed about once
-#: in 10,000 rows, with two never in 600,000 (`tests/test_input_watch.py`).
+#: Narrow spans in a row that alarm. One is a few rows' luck for a long-tailed feature (whose
+#: spread is a few large values): with one, a stream of such features alarmed about once in
+#: 10,000 rows, with two never in 600,000 (`tests/test_input_watch.py`).
 NARROW_SPANS = 2
 
 #: Rows a new reference gathers before the watch compares with it: at the stream's start, and
@@ -127,7 +126,8 @@ class InputWatch:
     deviation over their rows against its reference, the exponential average of its logarithm
     over about `INPUT_REFERENCE` rows before them (a geometric mean, which a few wide spans of a
     long-tailed feature do not carry off); `NARROW_SPANS` spans in a row `NARROWING` times
-    narrower alarm. A narrow span does not enter the reference.
+    narrower alarm. A narrow span does not enter the reference, nor does a span in which fewer
+    than `VARYING_SHARE` of the rows differ from its median, which tells nothing of the spread.
 
     `block` holds the rows since the last comparison (`block_rows` of them), `reference` the
     log spreads (None: none yet) and `reference_mean` the means, gathered over `reference_rows`
