@@ -12,15 +12,15 @@ stay: a false alarm costs some noisy steps, never the model.
 Only a rise of the error is a change to act on: ADWIN also fires when a young model's error
 falls, which is the model learning, not the stream changing.
 
-The inputs are watched too (`InputWatch`), every row of them, labeled or not: when a feature that
-varied narrows to a fraction of its spread, the stored labeled rows no longer look like the rows
-to come (a `MinMaxScaler` in front has stretched its range to an outlier, or a reading changed
-meaning), and the model restarts as on an alarm, its linear expert's
-standardization too. At 1 % labels the errors take thousands of rows to show a change that the
-unlabeled rows show in a few hundred. When the other features held (their spread and mean as
-before), what moved is the narrowed features' scale, not the stream: the label memory keeps its
-older rows, their narrowed features mapped onto the new mean and spread, instead of forgetting
-labels that took thousands of rows to gather.
+The inputs are watched too (`InputWatch`), every row of them, labeled or not: when a feature
+that varied narrows to a fraction of its spread, the stored labeled rows no longer look like the
+rows to come (a `MinMaxScaler` in front has stretched its range to an outlier, or a reading
+changed meaning), and the model restarts as on an alarm, its linear expert's standardization
+too. At 1 % labels the errors take thousands of rows to show a change that the unlabeled rows
+show in a few hundred. When the other features held (their spread and mean as before), what
+moved is the narrowed features' scale, not the stream: the label memory keeps its older rows,
+their narrowed features mapped onto the new mean and spread, instead of forgetting labels that
+took thousands of rows to gather.
 """
 
 from __future__ import annotations
@@ -317,11 +317,11 @@ def restart(model) -> None:
         if model._linear is not None:
             model._linear.restandardize()
     model._labels_before_change = model.n_labeled_seen
-    if model._memory is not None and kept is None:
-        model._memory.state[:] = 0
-    elif model._memory is not None:
+    memory = model._memory
+    if memory is not None and kept is None:
+        memory.state[:] = 0
+    elif memory is not None:
         scale, shift, mapped, unsure = kept
-        memory = model._memory
         old = memory.rows <= mapped
         memory.X[old] = memory.X[old] * scale + shift
         memory.keep(old | (memory.rows > unsure))
