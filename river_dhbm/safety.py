@@ -55,8 +55,8 @@ from river_dhbm.linear_expert import NO_LINEAR, LinearExpert
 #: and 0.2 left more of that lead to the network (docs/results.md). A model without a twin gives
 #: the twin's share to its network, so the linear expert starts with the same weight in a model
 #: and in its labeled-only ablation. The price is a bound of `ln(1 / prior)` against each
-#: expert, once over the whole stream: `ln 1.875` (0.63) against the network, `ln 7.5` (2.01)
-#: against the twin, `ln 3` (1.10) against the linear expert.
+#: expert: `ln 1.875` (0.63) against the network, `ln 7.5` (2.01) against the twin, `ln 3`
+#: (1.10) against the linear expert, and the growth of the networks' (`LABELS_PER_INPUT`).
 PRIORS = {"network": 8 / 15, "twin": 2 / 15, "linear": 1 / 3}
 
 
@@ -67,6 +67,13 @@ def priors(names) -> list:
     if "twin" not in names:
         shares["network"] += shares["twin"]
     return [shares[name] for name in names]
+
+
+#: The labeled rows per input after which a network holds its share of `PRIORS`: it
+#: has many weights per input, and with few labels per input its evidence against the linear
+#: expert is a tie, which its larger prior would break its own way (docs/results.md: 3 and 10
+#: were replayed beside 5).
+LABELS_PER_INPUT = 5
 
 
 #: The step of each expert's log temperature per labeled row (`AggregatingMixture`): flat on
@@ -87,6 +94,11 @@ class AggregatingMixture:
     right less often (issue 54). The Brier game's bound then holds against each calibrated
     expert.
 
+    An expert with `needs[e] > 0` earns its prior: after `n` labeled rows since the last
+    restart it is `priors[e] * (n + 1) / needs[e]` (normalised with the others'). The bound is
+    then at most `ln(needs[e] / prior_e)` against such an expert, `ln(n / prior_e)` against one
+    whose prior stays (the others' grow by `(n + 1) / n` a row).
+
     Parameters
     ----------
     priors
@@ -94,6 +106,8 @@ class AggregatingMixture:
     step
         The log temperatures' step (0: no calibration, Vovk's algorithm on the experts as
         they are).
+    needs
+        The labeled rows after which each expert holds its prior (0, or `None`: from the start).
 
     Attributes
     ----------
@@ -106,30 +120,42 @@ class AggregatingMixture:
         The mixture's, each row predicted with the weights of the labeled rows before it.
     n_scored
         Labeled rows scored so far (over the whole stream).
+    evidence
+        Labeled rows scored since the last restart (`[1]`, the kernels count in place).
 
     """
 
-    def __init__(self, priors, step: float = CALIBRATION_STEP):
+    def __init__(self, priors, step: float = CALIBRATION_STEP, needs=None):
         priors = np.asarray(priors, dtype=float)
         self.log_prior = np.log(priors / priors.sum())
+        self.needs = np.zeros(len(priors)) if needs is None else np.asarray(needs, dtype=float)
         self.step = float(step)
         self.losses = np.zeros(len(priors))
         self.log_temps = np.zeros(len(priors))
         self.loss_mixture = 0.0
         self.n_scored = 0
-        self.weights = _weights(self.log_prior)
+        self.evidence = np.zeros(1, dtype=np.int64)
+        self.weights = _weights(self.grown_prior())
 
     def __setstate__(self, state):
-        # a mixture pickled before the calibration: its experts as they were
+        # a mixture pickled before the calibration or the grown priors: its experts as they were
         state.setdefault("log_temps", np.zeros(len(state["losses"])))
         state.setdefault("step", 0.0)
+        state.setdefault("needs", np.zeros(len(state["losses"])))
+        state.setdefault("evidence", np.zeros(1, dtype=np.int64))
         self.__dict__.update(state)
 
+    def grown_prior(self) -> np.ndarray:
+        """Each expert's log prior after the labeled rows since the last restart."""
+        growth = np.log((self.evidence[0] + 1.0) / np.where(self.needs > 0.0, self.needs, 1.0))
+        return self.log_prior + np.where(self.needs > 0.0, growth, 0.0)
+
     def restart(self) -> None:
-        """Start every expert's score afresh: the weights return to the priors (each
-        expert's calibration is kept: it is the expert's, not the concept's)."""
+        """Start every expert's score afresh: the weights return to the priors of no labels
+        (each expert's calibration is kept: it is the expert's, not the concept's)."""
         self.losses[:] = 0.0
-        self.weights = _weights(self.log_prior)
+        self.evidence[0] = 0
+        self.weights = _weights(self.grown_prior())
 
     def score(self, Ps, codes: np.ndarray) -> None:
         """Account labeled rows, in stream order: `Ps` holds each expert's `p(y | x)` of the
@@ -139,7 +165,8 @@ class AggregatingMixture:
             return
         self.loss_mixture += mixture_kernels.score_rows(
             np.ascontiguousarray(np.stack(Ps)), np.ascontiguousarray(codes, dtype=np.int64),
-            self.log_prior, self.losses, self.weights, self.log_temps, self.step)
+            self.log_prior, self.needs, self.evidence, self.losses, self.weights,
+            self.log_temps, self.step)
         self.n_scored += len(codes)
 
     def calibrated(self, Ps) -> list:
@@ -172,7 +199,8 @@ class AggregatingMixture:
         """`score` of one labeled row of class `code` predicted by the experts as `P [E, K]`,
         in one kernel call."""
         gamma = np.empty(P.shape[1])
-        self.loss_mixture += mixture_kernels.score_row(P, code, self.log_prior, self.losses,
+        self.loss_mixture += mixture_kernels.score_row(P, code, self.log_prior, self.needs,
+                                                       self.evidence, self.losses,
                                                        self.weights, self.log_temps,
                                                        self.step, gamma)
         self.n_scored += 1
@@ -234,7 +262,9 @@ def attach_experts(model) -> None:
         model._linear = LinearExpert(len(model._features), model.seed)
     names = expert_names(model)
     if len(names) > 1:
-        model._mixture = AggregatingMixture(priors(names))
+        needs = [0.0 if name == "linear" else LABELS_PER_INPUT * len(model._features)
+                 for name in names]  # the networks earn their priors with the labels
+        model._mixture = AggregatingMixture(priors(names), needs=needs)
 
 
 def expert_names(model) -> tuple:
@@ -258,8 +288,7 @@ def pack_twin(model, state: dict) -> None:
 
 
 def unpack_twin(model) -> None:
-    """The twin of `pack_twin` rebuilt in a model just unpickled, with a label memory of its
-    own."""
+    """The twin of `pack_twin` rebuilt in a model just unpickled, with its own label memory."""
     packed = model.__dict__.get("_twin")
     if type(packed) is not tuple:
         return
@@ -405,7 +434,6 @@ def _mixed_row(model, row: np.ndarray) -> tuple[np.ndarray, int]:
     if row.base is model._X_buf:
         model._staged_experts = (model._staged, P)
     return out, best
-
 
 
 def hybrid_experts_row(model, row: np.ndarray, weights: np.ndarray, P: np.ndarray,

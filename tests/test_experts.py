@@ -72,11 +72,14 @@ def test_a_model_restarts_its_experts_scores_at_an_alarm():
     X, y = _hyperplane(1000, seed=3)
     model = DHBM(hidden_sizes=(8,), seed=1)
     model.learn_arrays(X, y)
-    priors = np.array(list(PRIORS.values()))
-    assert not np.allclose(list(model.expert_weights.values()), priors / priors.sum())
+    # before any label the network and its twin hold a 1 / (5 d) part of their shares
+    part = 1.0 / (safety.LABELS_PER_INPUT * X.shape[1])
+    grown = np.array(list(PRIORS.values())) * np.array([part, part, 1.0])
+    assert not np.allclose(list(model.expert_weights.values()), grown / grown.sum())
     change.restart(model)
-    np.testing.assert_allclose(list(model.expert_weights.values()), priors / priors.sum())
+    np.testing.assert_allclose(list(model.expert_weights.values()), grown / grown.sum())
     assert model._mixture.n_scored == 1000  # the stream's count stays
+    assert model._mixture.evidence[0] == 0
 
 
 # ---------------------------------------------------------------------------------- streams

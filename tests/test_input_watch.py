@@ -124,7 +124,9 @@ def test_a_moved_scale_keeps_the_stored_labels_mapped_onto_it(cls, monkeypatch):
     def accuracy(m, p):
         return float((np.array(m.classes_)[p[after]] == y[after]).mean())
 
-    assert accuracy(model, predicted) > 0.85 and accuracy(forgetful, forgotten) < 0.78
+    # forgetting costs less since the network earns its prior with the labels (the linear
+    # expert learns the few new ones first), but it still costs
+    assert accuracy(model, predicted) > 0.95 and accuracy(forgetful, forgotten) < 0.93
 
 
 @pytest.mark.parametrize("widening, shift, mapped", [(1, 0, True), (8, 0, False), (1, 1, False)])

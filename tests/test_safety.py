@@ -259,7 +259,8 @@ def test_unlabeled_rows_that_mislead_cost_nothing(seed):
     assert model.unlabeled_trust < 1e-6
     mixture = model._mixture
     assert mixture.n_scored == labeled.sum()
-    twin = math.log(sum(PRIORS.values()) / PRIORS["twin"])
+    # the bound against the twin, whose prior grows with its labels: ln(7.5 N)
+    twin = math.log(sum(PRIORS.values()) / PRIORS["twin"] * mixture.needs[1])
     assert mixture.loss_mixture <= mixture.losses[1] + twin + 1e-9
 
 
@@ -387,3 +388,58 @@ def test_calibration_hands_the_weight_to_the_more_accurate_expert():
     assert calibrated >= bold_right.mean() - 0.03 > plain + 0.1
     # the bound holds against each calibrated expert
     assert (mixture.loss_mixture <= mixture.losses + np.log(2.0) + 1e-9).all()
+
+
+# ---------------------------------------------------------------------------------- grown priors
+
+
+def test_the_kernels_weights_are_the_softmax_of_the_grown_priors_less_the_losses():
+    rng = np.random.default_rng(11)
+    Ps = [_random_proba(rng, 90, 3, s) for s in (4.0, 2.0, 1.0)]
+    codes = rng.integers(0, 3, 90)
+    mixture = AggregatingMixture(list(PRIORS.values()), step=0.0, needs=[40.0, 40.0, 0.0])
+    prior = np.array(list(PRIORS.values()))
+    np.testing.assert_allclose(mixture.weights, (prior * [1 / 40, 1 / 40, 1]) /
+                               (prior * [1 / 40, 1 / 40, 1]).sum(), rtol=1e-12)
+    for n in (30, 60, 90):
+        chunk = slice(n - 30, n)
+        mixture.score([P[chunk] for P in Ps], codes[chunk])
+        losses = np.array([brier(P[:n], codes[:n]).sum() for P in Ps])
+        np.testing.assert_allclose(mixture.losses, losses, rtol=1e-12)
+        grown = np.log(prior) + np.log([(n + 1) / 40, (n + 1) / 40, 1.0]) - losses
+        np.testing.assert_allclose(mixture.weights, np.exp(grown) / np.exp(grown).sum(),
+                                   rtol=1e-9)
+    assert mixture.evidence[0] == 90
+    mixture.restart()
+    assert mixture.evidence[0] == 0
+    np.testing.assert_allclose(mixture.weights, (prior * [1 / 40, 1 / 40, 1]) /
+                               (prior * [1 / 40, 1 / 40, 1]).sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_grown_priors_keep_the_bound_with_the_growth_added(seed):
+    # against a growing expert ln(1 / prior) + ln(needs); against a fixed one ln(1 / prior)
+    # + ln(n): experts bold and wrong in turns, the worst case for a mixture that follows them
+    rng = np.random.default_rng(seed)
+    n, needs = 400, 25.0
+    codes = rng.integers(0, 2, n)
+    Ps = []
+    for phase in range(2):
+        right = (np.arange(n) // 50) % 2 == phase
+        P = np.full((n, 2), 0.02)
+        P[np.arange(n), np.where(right, codes, 1 - codes)] = 0.98
+        Ps.append(P)
+    prior = (0.6, 0.4)
+    mixture = AggregatingMixture(prior, step=0.0, needs=[needs, 0.0])
+    for r in range(n):
+        mixture.score_row(np.vstack([P[r] for P in Ps]), int(codes[r]))
+    assert mixture.loss_mixture <= mixture.losses[0] + math.log(needs / prior[0]) + 1e-9
+    assert mixture.loss_mixture <= mixture.losses[1] + math.log(n / prior[1]) + 1e-9
+    assert mixture.loss_mixture > min(mixture.losses)  # the case is hard: no free lunch
+
+
+def test_the_network_earns_its_prior_with_labels_per_input():
+    model = DHBM(hidden_sizes=(8,), seed=1)
+    model.learn_one({i: 0.5 for i in range(12)}, None)
+    network, twin, linear = model._mixture.needs
+    assert network == twin == safety.LABELS_PER_INPUT * 12 and linear == 0.0

@@ -103,25 +103,36 @@ def _brier(p, code):
     return total
 
 
+@njit(**JIT, **INNER)
+def grown_prior(log_prior, needs, evidence, e):
+    """Expert `e`'s log prior after `evidence` labeled rows: `log_prior[e]`, plus `ln((evidence
+    + 1) / needs[e])` when it grows with the labels (`needs[e] > 0`)."""
+    if needs[e] > 0.0:
+        return log_prior[e] + math.log((evidence + 1.0) / needs[e])
+    return log_prior[e]
+
+
 @njit(**JIT)
-def score_row(P, code, log_prior, losses, weights, log_temps, step, gamma):
+def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, step, gamma):
     """Score one labeled row of class `code` predicted by the experts as `P [E, K]`: the
     mixture's prediction with the current `weights` and calibration into `gamma [K]`, each
-    calibrated expert's Brier score added to `losses [E]`, `weights` the softmax of
-    `log_prior - losses` again; then each log temperature takes a gradient step of size `step`
-    on its calibrated prediction's log loss, `d/dtau (-ln q_y) = z_y - sum_k q_k z_k` with `z =
-    ln p / T` (bounded by `LOG_TEMP_BOUND`). Returns the mixture's Brier score of the row."""
+    calibrated expert's Brier score added to `losses [E]`, the row counted in `evidence [1]`,
+    `weights` the softmax of the grown priors (`grown_prior`) minus `losses` again; then each
+    log temperature takes a gradient step of size `step` on its calibrated prediction's log
+    loss, `d/dtau (-ln q_y) = z_y - sum_k q_k z_k` with `z = ln p / T` (bounded by
+    `LOG_TEMP_BOUND`). Returns the mixture's Brier score of the row."""
     E, K = P.shape
     Q = np.empty((E, K))
     calibrate(P, log_temps, Q)
     substitute_row(Q, weights, gamma)
+    evidence[0] += 1
     top = -np.inf
     for e in range(E):
         losses[e] += _brier(Q[e], code)
-        top = max(top, log_prior[e] - losses[e])
+        top = max(top, grown_prior(log_prior, needs, evidence[0], e) - losses[e])
     total = 0.0
     for e in range(E):
-        weights[e] = math.exp(log_prior[e] - losses[e] - top)
+        weights[e] = math.exp(grown_prior(log_prior, needs, evidence[0], e) - losses[e] - top)
         total += weights[e]
     for e in range(E):
         weights[e] /= total
@@ -137,7 +148,7 @@ def score_row(P, code, log_prior, losses, weights, log_temps, step, gamma):
 
 
 @njit(**JIT)
-def score_rows(Ps, codes, log_prior, losses, weights, log_temps, step):
+def score_rows(Ps, codes, log_prior, needs, evidence, losses, weights, log_temps, step):
     """`score_row` of each labeled row `r` of `Ps [E, n, K]`, `codes [n]`, in order; returns
     the mixture's Brier score of them all."""
     E, n, K = Ps.shape
@@ -148,7 +159,8 @@ def score_rows(Ps, codes, log_prior, losses, weights, log_temps, step):
         for e in range(E):
             for k in range(K):
                 P[e, k] = Ps[e, r, k]
-        loss += score_row(P, codes[r], log_prior, losses, weights, log_temps, step, gamma)
+        loss += score_row(P, codes[r], log_prior, needs, evidence, losses, weights, log_temps,
+                          step, gamma)
     return loss
 
 
