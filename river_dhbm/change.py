@@ -31,6 +31,8 @@ import sys
 import numpy as np
 from river import base as river_base
 
+from river_dhbm._kernels import inputs
+
 __all__ = ["CHECK_EVERY", "ChangeWatch", "DDM_THRESHOLD", "DEFAULT_DELTA", "InputWatch",
            "check_detector", "default_detectors", "labeled_errors", "restart"]
 
@@ -159,16 +161,17 @@ class InputWatch:
         if update % CHECK_EVERY:
             return False
         rows, self.block_rows = self.block_rows, 0
-        block = self.block[:rows]
-        spread = np.log(block.std(axis=0) + TINY_SPREAD)
-        mean = block.mean(axis=0)
+        d = X.shape[1]
+        mean, spread, varying = np.empty(d), np.empty(d), np.empty(d, dtype=np.int64)
+        inputs.span_stats(self.block, rows, TINY_SPREAD, mean, spread, varying)
         if self.reference is None or self.reference_mean is None:  # a new reference
             self.reference, self.reference_mean, self.reference_rows = spread, mean, rows
             self.narrow_spans = 0
             return False
-        # a span in which few rows vary (a rare feature, one column of a one-hot category, a
-        # pixel lit a few times) says little of the feature's scale: neither narrow nor reference
-        sparse = (block != np.median(block, axis=0)).sum(axis=0) < VARYING_SHARE * rows
+        # a span in which few rows vary from the median (a rare feature, one column of a one-hot
+        # category, a pixel lit a few times) says little of the feature's scale: neither narrow
+        # nor reference
+        sparse = varying < VARYING_SHARE * rows
         narrow = ~sparse & (spread < self.reference - math.log(NARROWING))
         if self.reference_rows >= INPUT_QUIET and narrow.any():
             self.narrow_spans += 1

@@ -34,6 +34,33 @@ def _mixed_features(n: int, seed: int) -> np.ndarray:
                             rng.random(n) < 0.5, rng.random(n) < 0.02]).astype(float)
 
 
+@pytest.mark.parametrize("rows", [200, 199, 64])
+def test_the_span_kernel_is_numpys_mean_spread_and_median_rule(rows):
+    # every feature's mean and log spread to round-off, and the rows differing from the median
+    # exactly where they decide (a tenth of the rows): rare features, one-hot columns, a
+    # constant, ties at the median, a majority value that is neither the least nor the largest
+    from river_dhbm._kernels import inputs
+
+    rng = np.random.default_rng(rows)
+    block = np.column_stack([
+        _mixed_features(rows, rows), np.eye(8)[rng.integers(0, 8, rows)], np.full(rows, 0.5),
+        np.where(rng.random(rows) < 0.93, 0.5, rng.choice([0.0, 1.0], rows)),
+        np.where(rng.random(rows) < 0.88, 0.5, rng.choice([0.0, 1.0], rows)),
+        np.repeat([0.0, 1.0], [rows // 2, rows - rows // 2])])
+    d = block.shape[1]
+    mean, spread, varying = np.empty(d), np.empty(d), np.empty(d, dtype=np.int64)
+    inputs.span_stats(np.vstack([block, np.ones((5, d))]), rows, change.TINY_SPREAD, mean,
+                      spread, varying)  # the rows beyond `rows` are not the span's
+    np.testing.assert_allclose(mean, block.mean(axis=0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(spread, np.log(block.std(axis=0) + change.TINY_SPREAD),
+                               rtol=1e-10)
+    differ = (block != np.median(block, axis=0)).sum(axis=0)
+    share = change.VARYING_SHARE * rows
+    np.testing.assert_array_equal(varying < share, differ < share)
+    majority = (block == np.median(block, axis=0)).sum(axis=0) > rows / 2
+    np.testing.assert_array_equal(varying[majority], differ[majority])
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_inputs_that_keep_their_spread_raise_nothing(seed):
     assert _alarms(_mixed_features(60_000, seed)) == []

@@ -4,7 +4,8 @@
 the recognition pass, the joint predictor), `parameters` the layout's Python side (the offsets
 table, the first weights, regrowth for a new class), `gradients` the gradients and the
 optimizers' steps, `blas` the matrix products, `replay` the label memory's kernels, `linear`
-the linear expert's, `mixture` the mixture's one-row prediction and scoring; `dhbm` (with
+the linear expert's, `mixture` the mixture's one-row prediction and scoring, `inputs` the
+input watch's statistics of a span; `dhbm` (with
 `dhbm_phases`, and `dhbm_experts`: its run with the experts beside it), `sben`, `dhda`, `hsda`
 and `mlp` each hold one model's update and prediction kernels.
 `first_use` says, once, when a model's kernels must be compiled; `build` chooses between
@@ -22,6 +23,7 @@ with caching_here():  # every kernel is defined here, so every one caches where 
         dhda,
         gradients,
         hsda,
+        inputs,
         linear,
         mixture,
         mlp,
