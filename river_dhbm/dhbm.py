@@ -132,10 +132,8 @@ class DHBM(HybridClassifier):
     Notes
     -----
     Predictions mix the network, a labeled-only twin (`safe_unlabeled`) and a linear model
-    (`linear_expert`), each calibrated, by their Brier scores (`river_dhbm.safety`), the
-    network and twin earning their priors with the labels (5 per input): at most `ln(7.5 N)`
-    of cumulative Brier score behind the twin, `N` 5 labels per input, and `ln(3 n)` behind
-    the linear model after `n` labeled rows.
+    (`linear_expert`), each calibrated, by their Brier scores, the networks' priors grown with
+    the labels per input (`river_dhbm.safety`, which states the bounds).
     `paper()` has the paper's settings. docs/models/dhbm.md has the choices where the paper is
     vague and the figures behind the defaults, which are:
 
