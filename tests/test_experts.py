@@ -82,6 +82,27 @@ def test_a_model_restarts_its_experts_scores_at_an_alarm():
     assert model._mixture.evidence[0] == 0
 
 
+def test_few_labels_per_input_leave_the_ties_to_the_linear_expert(monkeypatch):
+    # MOA's LED at 1 % labels: 24 inputs and 100 labels, where the linear expert is the better
+    # and the first labels do not tell it from the network; the control has fixed priors
+    import streams
+
+    X, y = next(streams.LED(seed=1).iter_arrays(30_000))
+
+    def accuracy(seed):
+        rows = slice((seed - 1) * 10_000, seed * 10_000)
+        labeled = np.random.default_rng([seed, 7919]).random(10_000) < 0.01
+        model = DHBM(seed=seed)
+        predicted = model.test_then_train_arrays(X[rows], y[rows], labeled)
+        return float(((predicted >= 0) & (np.array(model.classes_)[predicted] == y[rows])).mean())
+
+    grown = [accuracy(seed) for seed in (1, 2, 3)]
+    monkeypatch.setattr(safety, "LABELS_PER_INPUT", 0)  # the control: fixed priors
+    fixed = [accuracy(seed) for seed in (1, 2, 3)]
+    gains = np.subtract(grown, fixed)
+    assert gains.min() > 0.0 and gains.mean() > 0.005, gains
+
+
 # ---------------------------------------------------------------------------------- streams
 
 
