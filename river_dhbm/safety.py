@@ -56,7 +56,7 @@ from river_dhbm.linear_expert import NO_LINEAR, LinearExpert
 #: the twin's share to its network, so the linear expert starts with the same weight in a model
 #: and in its labeled-only ablation. The price is a bound of `ln(1 / prior)` against each
 #: expert: `ln 1.875` (0.63) against the network, `ln 7.5` (2.01) against the twin, `ln 3`
-#: (1.10) against the linear expert, and the growth of the networks' (`LABELS_PER_INPUT`).
+#: (1.10) against the linear expert, plus what the networks' growing priors add (below).
 PRIORS = {"network": 8 / 15, "twin": 2 / 15, "linear": 1 / 3}
 
 
@@ -69,10 +69,10 @@ def priors(names) -> list:
     return [shares[name] for name in names]
 
 
-#: The labeled rows per input after which a network holds its share of `PRIORS`: it
-#: has many weights per input, and with few labels per input its evidence against the linear
-#: expert is a tie, which its larger prior would break its own way (docs/results.md: 3 and 10
-#: were replayed beside 5).
+#: The labeled rows per input after which a network holds its share of `PRIORS`: it has many
+#: weights per input, and with few labels per input its evidence against the linear expert is
+#: a tie, which its larger prior would break its own way (docs/results.md: 3 and 10 were
+#: replayed beside 5).
 LABELS_PER_INPUT = 5
 
 
