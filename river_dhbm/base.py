@@ -174,7 +174,7 @@ class HybridClassifier(base.MiniBatchClassifier):
     @property
     def expert_weights(self) -> dict:
         """Each expert's weight in the prediction by name (`"network"`, `"twin"`, `"linear"`;
-        `river_dhbm.safety`), their priors before any labeled row."""
+        `river_dhbm.safety`), the priors of no labels before any labeled row."""
         return safety.expert_weights(self)
 
     # ------------------------------------------------------------------ pickling

@@ -9,21 +9,22 @@ them, which is the labeled-only ablation's learning rule (the ablation weighs it
 rows 0). A hidden layer needs far more labels than a linear model to learn a linear concept:
 the linear expert (`river_dhbm.linear_expert`) is softmax regression of the labeled rows.
 Each expert's cumulative Brier score `L_e` on the labeled rows (`sum_k (p_k - [y = k])^2` per
-row, between 0 and 2) sets its weight, each row scored by every expert before any learns it:
+row, between 0 and 2) sets its weight, each row scored by every expert before any learns it,
+the network's and the twin's priors grown by `g_e = (n + 1) / needs_e` after `n` labels:
 
-    w_e = prior_e exp(-L_e) / sum_f prior_f exp(-L_f),
+    w_e = prior_e g_e exp(-L_e) / sum_f prior_f g_f exp(-L_f),
 
 and the prediction `gamma` is the aggregating algorithm's for the Brier game (Vovk &
 Zhdanov, Prediction with expert advice for the Brier game, JMLR 2009): with
 `g(y) = -ln(sum_e w_e exp(-brier(p_e, y)))` for every class `y`, `gamma_y = max(0, (s - g(y))
 / 2)`, `s` such that `gamma` sums to 1. The Brier game is mixable at rate 1, so
 `brier(gamma, y) <= g(y)` whatever `y`, and the cumulative Brier score of the predictions is
-never more than `ln(1 / prior_e)` above expert `e`'s, for every expert at once, from the first
-labeled row on, whatever the stream. With one weight exactly 1, `gamma` is that expert's
-prediction.
+never more than `ln(needs_e / prior_e)` above a network's, `ln(n / prior_e)` above the linear
+expert's, for every expert at once, whatever the stream. With one weight exactly 1, `gamma`
+is that expert's prediction.
 
 After a change the best expert may change: the model's drift alarm starts every score afresh
-(`restart`), so the weights return to the priors and follow the new concept's labels.
+(`restart`), so the weights return to the priors of no labels and follow the new concept's.
 
 Each expert enters the mixture calibrated by a temperature of its own, fitted online to its
 labeled rows' log loss (`AggregatingMixture`): the bound then holds against each calibrated
@@ -48,7 +49,7 @@ from river_dhbm._kernels import entries
 from river_dhbm._kernels import mixture as mixture_kernels
 from river_dhbm.linear_expert import NO_LINEAR, LinearExpert
 
-#: Each expert's weight before any labeled row. The network that learns the unlabeled rows has
+#: Each expert's share of the prior. The network that learns the unlabeled rows has
 #: four times its twin's: while few labels have been scored the two differ by little, and an
 #: even prior hands much of the prediction to the twin, giving up much of what the unlabeled
 #: rows pay. The linear expert has a third: where labels are scarce it leads for the longest,
@@ -61,18 +62,17 @@ PRIORS = {"network": 8 / 15, "twin": 2 / 15, "linear": 1 / 3}
 
 
 def priors(names) -> list:
-    """The priors of the experts `names` (the network first): `PRIORS`, the twin's share given
-    to the network when there is no twin (`AggregatingMixture` normalises them)."""
+    """The `PRIORS` of the experts `names`, the twin's share the network's without a twin."""
     shares = dict(PRIORS)
     if "twin" not in names:
         shares["network"] += shares["twin"]
     return [shares[name] for name in names]
 
 
-#: The labeled rows per input after which a network holds its share of `PRIORS`: it has many
-#: weights per input, and with few labels per input its evidence against the linear expert is
-#: a tie, which its larger prior would break its own way (docs/results.md: 3 and 10 were
-#: replayed beside 5).
+#: The labeled rows per input at which a network's prior reaches its share of `PRIORS` (and
+#: grows on): it has many weights per input, and with few labels per input its evidence against
+#: the linear expert is a tie, which its larger prior would break its own way (docs/results.md:
+#: 3 and 10 were replayed beside 5).
 LABELS_PER_INPUT = 5
 
 
@@ -94,20 +94,20 @@ class AggregatingMixture:
     right less often (issue 54). The Brier game's bound then holds against each calibrated
     expert.
 
-    An expert with `needs[e] > 0` earns its prior: after `n` labeled rows since the last
+    An expert with `needs[e] >= 1` earns its prior: after `n` labeled rows since the last
     restart it is `priors[e] * (n + 1) / needs[e]` (normalised with the others'). The bound is
     then at most `ln(needs[e] / prior_e)` against such an expert, `ln(n / prior_e)` against one
-    whose prior stays (the others' grow by `(n + 1) / n` a row).
+    whose prior stays (the others' grow by `(n + 1) / n` a row; with `needs < 1` it fails).
 
     Parameters
     ----------
     priors
-        Each expert's weight before any labeled row (normalised to sum to 1).
+        Each expert's share of the prior (normalised to sum to 1).
     step
         The log temperatures' step (0: no calibration, Vovk's algorithm on the experts as
         they are).
     needs
-        The labeled rows after which each expert holds its prior (0, or `None`: from the start).
+        The labeled rows at which each expert's prior reaches its share (0, or `None`: fixed).
 
     Attributes
     ----------

@@ -423,11 +423,14 @@ def test_grown_priors_keep_the_bound_with_the_growth_added(seed):
     rng = np.random.default_rng(seed)
     n, needs = 400, 25.0
     codes = rng.integers(0, 2, n)
+    turns = np.cumsum(rng.integers(20, 80, n))  # phases of the seed's lengths
     Ps = []
     for phase in range(2):
-        right = (np.arange(n) // 50) % 2 == phase
-        P = np.full((n, 2), 0.02)
-        P[np.arange(n), np.where(right, codes, 1 - codes)] = 0.98
+        right = np.searchsorted(turns, np.arange(n), side="right") % 2 == phase
+        sure = rng.uniform(0.7, 0.99, n)
+        P = np.empty((n, 2))
+        P[np.arange(n), np.where(right, codes, 1 - codes)] = sure
+        P[np.arange(n), np.where(right, 1 - codes, codes)] = 1.0 - sure
         Ps.append(P)
     prior = (0.6, 0.4)
     mixture = AggregatingMixture(prior, step=0.0, needs=[needs, 0.0])

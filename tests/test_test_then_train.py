@@ -175,6 +175,24 @@ def test_a_run_restarts_where_the_per_batch_path_does_when_the_inputs_narrow(nam
     _assert_same_model(model, reference, X)
 
 
+def test_a_run_learnt_again_counts_its_labels_once(monkeypatch):
+    # a run whose twin alone must restart is rolled back and learnt again up to the restart:
+    # the mixture, which does not restart, counts every labeled row once, as it scored it
+    X, y, labeled = _flipping(n=1200, flip=1200)
+    model = MODELS["dhbm-mf"]()
+    model.learn_arrays(X[:200], y[:200])
+    hear, heard = fused_run._hear, []
+
+    def twin_restarts_once(model, *args):
+        heard.append(hear(model, *args))
+        return (30, [model._twin]) if len(heard) == 1 else None
+
+    monkeypatch.setattr(fused_run, "_hear", twin_restarts_once)
+    model.test_then_train_arrays(X[200:], y[200:], labeled[200:])
+    assert len(heard) > 1 and model.drift_rows == []  # the model itself never restarted
+    assert model._mixture.evidence[0] == model._mixture.n_scored == 200 + labeled[200:].sum()
+
+
 @pytest.mark.parametrize("name", ["dhbm-mf-alone", "dhbm-mf"])
 def test_a_new_class_ends_the_run_before_its_mini_batch(monkeypatch, name):
     X, y, labeled = _block()
