@@ -115,7 +115,7 @@ class HSDA(HybridClassifier):
     ... )
     >>> model = HSDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 61.55%
+    Accuracy: 61.59%
 
     Notes
     -----

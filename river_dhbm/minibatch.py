@@ -34,14 +34,14 @@ def push(model, rows: np.ndarray, labeled: list) -> None:
         codes[start : start + n] = -1
         # classes are discovered batch by batch, in row order (a new class shows up in the
         # update of the batch that holds it, not before); the experts score the rows before a
-        # new class without its column, as `push_one` does
+        # new class without its column and not the row that brings it, as `push_one` does
         scored = start
         while k < len(labeled) and labeled[k][0] < i + n:
             j, y = labeled[k]
             slot = start + j - i
             if model._mixture is not None and y not in model._class_index:
                 safety.score(model, model._X_buf[scored:slot], codes[scored:slot])
-                scored = slot
+                scored = slot + 1
             codes[slot] = model._class_of(y)
             model._n_buf_labeled += 1
             k += 1
@@ -72,10 +72,11 @@ def push_one(model, row, y) -> None:
     if y is None:
         model._y_buf[start] = -1
     else:
+        known = len(model._classes)
         k = model._y_buf[start] = model._class_of(y)
         model._n_buf_labeled += 1
-        if model._mixture is None:
-            pass
+        if model._mixture is None or k == known:
+            pass  # a class new to every expert tells nothing of which is the better
         elif experts is not None and k < experts[1].shape[1]:  # as predicted: no second pass
             model._mixture.score_row(experts[1], k)
         else:

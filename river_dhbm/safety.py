@@ -119,7 +119,7 @@ class AggregatingMixture:
     loss_mixture
         The mixture's, each row predicted with the weights of the labeled rows before it.
     n_scored
-        Labeled rows scored so far (over the whole stream).
+        Labeled rows scored over the whole stream (not a class's first: no expert knew it).
     evidence
         Labeled rows scored since the last restart (`[1]`, the kernels count in place).
 

@@ -129,7 +129,8 @@ def test_twin_is_the_labeled_only_ablation(params):
     np.testing.assert_allclose(model._twin._proba(X[:300]), ablation._proba(X[:300]), atol=1e-12)
     assert model._twin._linear is None and model._twin._mixture is None  # no experts of its own
     np.testing.assert_allclose(model._linear.W, ablation._linear.W, atol=1e-12)  # the same
-    assert model._mixture.n_scored == labeled.sum()
+    # every labeled row but each class's first, which no expert could have predicted
+    assert model._mixture.n_scored == labeled.sum() - len(model.classes_)
 
 
 @pytest.mark.parametrize("cls", [DHBM, DHDA, SBEN, HSDA, PseudoLabelMLP])
@@ -205,7 +206,8 @@ def test_test_then_train_predicts_the_mixture_block_by_block():
         np.testing.assert_array_equal(predicted[start - 200 : start - 180], expected)
         stepwise.learn_arrays(X[block], y[block], labeled[block])
     assert fused.unlabeled_trust == pytest.approx(stepwise.unlabeled_trust, abs=1e-12)
-    assert fused._mixture.n_scored == stepwise._mixture.n_scored == labeled.sum()
+    assert fused._mixture.n_scored == stepwise._mixture.n_scored == (labeled.sum()
+                                                                      - len(fused.classes_))
 
 
 def test_pickling_and_cloning_keep_the_twin():
@@ -258,7 +260,7 @@ def test_unlabeled_rows_that_mislead_cost_nothing(seed):
     assert default >= ablation - 0.005
     assert model.unlabeled_trust < 1e-6
     mixture = model._mixture
-    assert mixture.n_scored == labeled.sum()
+    assert mixture.n_scored == labeled.sum() - len(model.classes_)
     # the bound against the twin, whose prior grows with its labels: ln(7.5 N)
     twin = math.log(sum(PRIORS.values()) / PRIORS["twin"] * mixture.needs[1])
     assert mixture.loss_mixture <= mixture.losses[1] + twin + 1e-9
@@ -297,7 +299,7 @@ def test_river_loop_scores_each_labeled_row_once_as_predicted():
         loop.learn_one(x, int(label) if keep else None)
     arrays.learn_arrays(X, y, labeled)
     for a, b in ((loop._mixture, arrays._mixture),):
-        assert a.n_scored == b.n_scored == labeled.sum()
+        assert a.n_scored == b.n_scored == labeled.sum() - len(loop.classes_)
         np.testing.assert_allclose(a.losses, b.losses, rtol=1e-12)
         assert a.loss_mixture == pytest.approx(b.loss_mixture, rel=1e-12)
 
@@ -446,3 +448,27 @@ def test_the_network_earns_its_prior_with_labels_per_input():
     model.learn_one({i: 0.5 for i in range(12)}, None)
     network, twin, linear = model._mixture.needs
     assert network == twin == safety.LABELS_PER_INPUT * 12 and linear == 0.0
+
+
+@pytest.mark.parametrize("path", ["dict", "arrays"])
+def test_a_class_first_labeled_row_is_not_scored(path):
+    # no expert could have predicted a class it had not seen: its first row says nothing of
+    # which expert is the better (scored, it charged each expert what its fresh column gave)
+    model = DHBM(hidden_sizes=(8,), seed=1)
+    X = np.array([[0.1, 0.2], [0.3, 0.1], [0.9, 0.8], [0.8, 0.9]])
+    y = ["a", "a", "b", "b"]
+
+    def learn(rows):
+        for i in rows:
+            if path == "dict":
+                model.learn_one(dict(enumerate(X[i])), y[i])
+            else:
+                model.learn_arrays(X[i : i + 1], np.array(y[i : i + 1]))
+
+    learn([0, 1])
+    losses, scored = model._mixture.losses.copy(), model._mixture.n_scored
+    assert scored == 1
+    learn([2])  # the first "b"
+    assert model._mixture.n_scored == scored and (model._mixture.losses == losses).all()
+    learn([3])
+    assert model._mixture.n_scored == scored + 1 and (model._mixture.losses > losses).all()
