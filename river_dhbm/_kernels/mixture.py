@@ -127,12 +127,13 @@ def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, s
     substitute_row(Q, weights, gamma)
     evidence[0] += 1
     top = -np.inf
-    for e in range(E):
+    for e in range(E):  # the log weights first, in `weights`: the mixture above is done with it
         losses[e] += _brier(Q[e], code)
-        top = max(top, grown_prior(log_prior, needs, evidence[0], e) - losses[e])
+        weights[e] = grown_prior(log_prior, needs, evidence[0], e) - losses[e]
+        top = max(top, weights[e])
     total = 0.0
     for e in range(E):
-        weights[e] = math.exp(grown_prior(log_prior, needs, evidence[0], e) - losses[e] - top)
+        weights[e] = math.exp(weights[e] - top)
         total += weights[e]
     for e in range(E):
         weights[e] /= total
