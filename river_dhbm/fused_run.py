@@ -124,7 +124,8 @@ class _State:
             self.generators.append(model._linear._rng)
         if model._mixture is not None:
             self.arrays += [model._mixture.losses, model._mixture.weights,
-                            model._mixture.log_temps, model._mixture.evidence]
+                            model._mixture.log_temps, model._mixture.evidence,
+                            model._mixture.errors]
             self.counts.append((model._mixture, ("loss_mixture", "n_scored")))
         self.saved_arrays = [a.copy() for a in self.arrays]
         self.saved_counts = [[getattr(o, name) for name in names] for o, names in self.counts]
@@ -167,7 +168,7 @@ def _fused(model, X: np.ndarray, codes: np.ndarray, hold: bool = False):
             X, codes, predicted, network, twin_learner, lin,
             (mixture.log_prior, mixture.needs, mixture.evidence, mixture.losses,
              mixture.weights, mixture.log_temps,
-             mixture.step, twin is not None), int(hold),
+             mixture.step, mixture.errors, twin is not None), int(hold),
             by_network, by_twin)
         if linear is not None:
             rng.bit_generator.state = before

@@ -10,7 +10,8 @@ import pytest
 from river import linear_model, multiclass, preprocessing
 
 from river_dhbm import DHBM, DHDA, change, safety, scarce_labels
-from river_dhbm.safety import PRIORS, AggregatingMixture, brier
+from river_dhbm.aggregating import AggregatingMixture, _substitute, brier
+from river_dhbm.safety import PRIORS
 from river_dhbm._kernels.linear import PRIOR_PRECISION
 
 
@@ -46,7 +47,7 @@ def test_mixture_of_three_is_within_its_bound_of_each_expert():
     linear = math.log(sum(priors) / priors[2])
     assert linear == pytest.approx(math.log(3.0))
     Ps[2] = np.eye(3)[codes]
-    fixed = safety._substitute(Ps, AggregatingMixture(priors).weights[None, :])
+    fixed = _substitute(Ps, AggregatingMixture(priors).weights[None, :])
     assert brier(fixed, codes).sum() > linear + 10.0
     mixture = AggregatingMixture(priors, step=0.0)
     mixture.score(Ps, codes)

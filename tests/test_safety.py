@@ -12,7 +12,8 @@ from river import utils
 
 from river_dhbm import DHBM, DHDA, HSDA, SBEN, PseudoLabelMLP
 from river_dhbm import safety
-from river_dhbm.safety import PRIORS, AggregatingMixture, _substitute, brier
+from river_dhbm.aggregating import LEAD_MARGIN, AggregatingMixture, _substitute, brier
+from river_dhbm.safety import PRIORS
 
 #: The network's prior against its twin alone (the ablation has no twin, the default both).
 PRIOR = PRIORS["network"] / (PRIORS["network"] + PRIORS["twin"])
@@ -374,8 +375,10 @@ def test_calibration_hands_the_weight_to_the_more_accurate_expert():
     P_cautious = np.full((n, k), 0.4)
     P_cautious[np.arange(n), cautious] = 0.6
 
-    def run(step):
+    def run(step, lead=False):
         mixture = AggregatingMixture([0.5, 0.5], step=step)
+        if not lead:
+            mixture.errors = np.zeros(0)  # the aggregating algorithm alone
         right = 0
         for r in range(n):
             P = np.vstack([P_bold[r], P_cautious[r]])
@@ -388,6 +391,10 @@ def test_calibration_hands_the_weight_to_the_more_accurate_expert():
     assert as_they_are.weights[1] > 0.99  # the control: caution wins
     assert mixture.weights[0] > 0.99 and mixture.log_temps[0] > 0.5  # the bold one softened
     assert calibrated >= bold_right.mean() - 0.03 > plain + 0.1
+    # counting errors finds the bold one too, without calibration: it leads, alone
+    led, leading = run(0.0, lead=True)
+    assert leading.weights.tolist() == [1.0, 0.0] and led >= bold_right.mean() - 0.03
+    assert leading.loss_mixture == as_they_are.loss_mixture  # the algorithm's, underneath
     # the bound holds against each calibrated expert
     assert (mixture.loss_mixture <= mixture.losses + np.log(2.0) + 1e-9).all()
 
@@ -471,3 +478,37 @@ def test_a_class_first_labeled_row_is_not_scored(path):
     assert model._mixture.n_scored == scored and (model._mixture.losses == losses).all()
     learn([3])
     assert model._mixture.n_scored == scored + 1 and (model._mixture.losses > losses).all()
+
+
+def test_an_expert_with_ten_fewer_errors_than_the_mixture_is_followed_alone():
+    # the algorithm's errors, then each expert's, set by hand; a row every expert and the
+    # algorithm get right keeps them: an expert leads from its tenth error fewer than the
+    # algorithm, never at the ninth, the fewest errors first and the first of equals; a row
+    # the algorithm gets wrong hands the lead over; a restart gives it back
+    assert LEAD_MARGIN == 10
+    mixture = AggregatingMixture([0.45, 0.45, 0.1])
+    right = np.array([[0.9, 0.1], [0.8, 0.2], [0.5, 0.5]])  # the unsure one says the first
+
+    def weights_after(errors, P=right, code=0):
+        mixture.errors[:] = errors
+        mixture.score_row(P, code)
+        return mixture.weights.tolist()
+
+    assert weights_after([11.0, 1.0, 1.0, 5.0]) == [1.0, 0.0, 0.0]  # the first of equals
+    assert weights_after([11.0, 1.0, 0.0, 5.0]) == [0.0, 1.0, 0.0]
+    assert weights_after([10.0, 5.0, 5.0, 0.0]) == [0.0, 0.0, 1.0]
+    assert max(weights_after([9.0, 0.0, 0.0, 0.0])) < 1.0  # nine fewer: the algorithm
+    split = np.array([[0.9, 0.1], [0.3, 0.7], [0.5, 0.5]])  # the algorithm says the first
+    mixture.restart()
+    assert weights_after([9.0, 0.0, 0.0, 0.0], split, 1) == [0.0, 1.0, 0.0]
+    assert mixture.errors.tolist() == [10.0, 1.0, 0.0, 1.0]
+    assert np.argmax(mixture.mix_row(split)) == 1
+    mixture.restart()
+    assert mixture.errors.tolist() == [0.0] * 4 and max(mixture.weights) < 1.0
+    old = AggregatingMixture([0.5, 0.5])
+    state = dict(old.__dict__)
+    del state["errors"]
+    old.__setstate__(state)  # pickled before errors were counted: no leader, ever
+    for _ in range(30):
+        old.score_row(split[:2], 1)
+    assert max(old.weights) < 1.0 and old.errors.shape == (0,)

@@ -30,8 +30,8 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
     - `linear = (W, b, mean, m2, count, uniforms, rate, present)`: the linear expert, which
       learns each block after the network, `steps` gradient steps of its own, each with
       `replay` rows of the network's memory while that holds any (the next of `uniforms`);
-    - `mixture = (log_prior, needs, evidence, losses, weights, log_temps, step, has_twin)`,
-      updated in place by each labeled row's scores (`score_row`).
+    - `mixture = (log_prior, needs, evidence, losses, weights, log_temps, step, errors,
+      has_twin)`, updated in place by each labeled row's scores (`score_row`).
 
     `predicted` receives the mixture's prediction of each row with the weights before its
     block, `net_pred` and `twin_pred` the network's and the twin's (of the labeled rows; -1
@@ -43,7 +43,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
     theta, off, sizes, hcum, C, kind = net
     mem_X, mem_y, mem_rows, mem_state, _, replay, now, horizon = memory
     W, bias, mean, m2, count, lin_u, rate, has_linear = linear
-    log_prior, needs, evidence, losses, weights, log_temps, step, has_twin = mixture
+    log_prior, needs, evidence, losses, weights, log_temps, step, errors, has_twin = mixture
     n = work[6].shape[0] - replay
     D = X.shape[1]
     E = weights.shape[0]
@@ -82,7 +82,7 @@ def dhbm_experts_run(X, codes, predicted, network, twin, linear, mixture, hold, 
             if cb[r] >= 0:
                 _row_of(Ps, r, Pr)
                 loss += score_row(Pr, cb[r], log_prior, needs, evidence, losses, weights,
-                                  log_temps, step, out)
+                                  log_temps, step, out, errors)
                 scored += 1
         k = 0  # the block's labeled rows, the twin's block
         for r in range(n):

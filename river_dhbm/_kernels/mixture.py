@@ -25,6 +25,11 @@ TINY = 1e-12
 #: of `e^3` at most.
 LOG_TEMP_BOUND = 3.0
 
+#: How many fewer errors than the aggregating algorithm's predictions an expert must have made,
+#: on the labeled rows scored since the last restart, to be followed alone (`leader`): the
+#: user counts errors, and the Brier score can prefer an expert that is right less often.
+LEAD_MARGIN = 10.0
+
 
 @njit(**JIT, **INNER)
 def calibrate(P, log_temps, Q):
@@ -112,24 +117,29 @@ def grown_prior(log_prior, needs, evidence, e):
     return log_prior[e]
 
 
-@njit(**JIT)
-def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, step, gamma):
-    """Score one labeled row of class `code` predicted by the experts as `P [E, K]`: the
-    mixture's prediction with the current `weights` and calibration into `gamma [K]`, each
-    calibrated expert's Brier score added to `losses [E]`, the row counted in `evidence [1]`,
-    `weights` the softmax of the grown priors (`grown_prior`) minus `losses` again; then each
-    log temperature takes a gradient step of size `step` on its calibrated prediction's log
-    loss, `d/dtau (-ln q_y) = z_y - sum_k q_k z_k` with `z = ln p / T` (bounded by
-    `LOG_TEMP_BOUND`). Returns the mixture's Brier score of the row."""
-    E, K = P.shape
-    Q = np.empty((E, K))
-    calibrate(P, log_temps, Q)
-    substitute_row(Q, weights, gamma)
-    evidence[0] += 1
+@njit(**JIT, **INNER)
+def leader(errors):
+    """The expert followed alone, `-1` for the aggregating algorithm: from `errors [1 + E]`,
+    its errors then each expert's, the expert with the fewest errors (the first of equals)
+    when they are at least `LEAD_MARGIN` fewer than the algorithm's; none without `errors`."""
+    lead = -1
+    if errors.shape[0] == 0:
+        return lead
+    fewest = errors[0] - LEAD_MARGIN
+    for e in range(errors.shape[0] - 1):
+        if errors[e + 1] <= fewest:
+            lead, fewest = e, errors[e + 1] - 0.5
+    return lead
+
+
+@njit(**JIT, **INNER)
+def brier_weights(log_prior, needs, evidence, losses, weights):
+    """The aggregating algorithm's `weights [E]`: the softmax of the grown priors
+    (`grown_prior`) after `evidence` labels minus the `losses`."""
+    E = weights.shape[0]
     top = -np.inf
-    for e in range(E):  # the log weights first, in `weights`: the mixture above is done with it
-        losses[e] += _brier(Q[e], code)
-        weights[e] = grown_prior(log_prior, needs, evidence[0], e) - losses[e]
+    for e in range(E):
+        weights[e] = grown_prior(log_prior, needs, evidence, e) - losses[e]
         top = max(top, weights[e])
     total = 0.0
     for e in range(E):
@@ -137,6 +147,42 @@ def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, s
         total += weights[e]
     for e in range(E):
         weights[e] /= total
+
+
+@njit(**JIT)
+def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, step, gamma,
+              errors):
+    """Score one labeled row of class `code` predicted by the experts as `P [E, K]`: the
+    aggregating algorithm's prediction with the weights of its scores so far and each expert's
+    calibration into `gamma [K]`, its errors and each expert's counted in `errors [1 + E]`
+    (none when empty), each calibrated expert's Brier score added to `losses [E]`, the row
+    counted in `evidence [1]`, then `weights` set: the algorithm's (`brier_weights`), or 1 on
+    the `leader`'s and 0 elsewhere while one leads. Then each log temperature takes a gradient
+    step of size `step` on its calibrated prediction's log loss, `d/dtau (-ln q_y) = z_y -
+    sum_k q_k z_k` with `z = ln p / T` (bounded by `LOG_TEMP_BOUND`). Returns the algorithm's
+    Brier score of the row (the bound's)."""
+    E, K = P.shape
+    Q = np.empty((E, K))
+    calibrate(P, log_temps, Q)
+    if leader(errors) >= 0:  # `weights` holds the leader's: the algorithm's are its scores'
+        mixed = np.empty(E)
+        brier_weights(log_prior, needs, evidence[0], losses, mixed)
+        substitute_row(Q, mixed, gamma)
+    else:
+        substitute_row(Q, weights, gamma)
+    if errors.shape[0]:
+        errors[0] += first_largest(gamma) != code
+        for e in range(E):
+            errors[e + 1] += first_largest(P[e]) != code
+    evidence[0] += 1
+    for e in range(E):
+        losses[e] += _brier(Q[e], code)
+    brier_weights(log_prior, needs, evidence[0], losses, weights)
+    lead = leader(errors)
+    if lead >= 0:
+        for e in range(E):
+            weights[e] = 0.0
+        weights[lead] = 1.0
     if step > 0.0:
         for e in range(E):
             inverse = math.exp(-log_temps[e])
@@ -149,7 +195,8 @@ def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, s
 
 
 @njit(**JIT)
-def score_rows(Ps, codes, log_prior, needs, evidence, losses, weights, log_temps, step):
+def score_rows(Ps, codes, log_prior, needs, evidence, losses, weights, log_temps, step,
+               errors):
     """`score_row` of each labeled row `r` of `Ps [E, n, K]`, `codes [n]`, in order; returns
     the mixture's Brier score of them all."""
     E, n, K = Ps.shape
@@ -161,7 +208,7 @@ def score_rows(Ps, codes, log_prior, needs, evidence, losses, weights, log_temps
             for k in range(K):
                 P[e, k] = Ps[e, r, k]
         loss += score_row(P, codes[r], log_prior, needs, evidence, losses, weights, log_temps,
-                          step, gamma)
+                          step, gamma, errors)
     return loss
 
 
