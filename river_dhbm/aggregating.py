@@ -19,9 +19,11 @@ exactly 1, `gamma` is that expert's prediction.
 The user counts errors, not Brier scores, and the Brier score can prefer a cautious expert to
 one that is right more often. So the errors are counted too, the algorithm's and each
 expert's, on the same labeled rows: an expert that has made `LEAD_MARGIN` (10) fewer errors
-than the algorithm since the last restart is followed alone (the one with the fewest), its
-weight 1, until it no longer has; the algorithm's own weights and bound go on underneath.
-With few labels no expert gets that far ahead, and the algorithm decides.
+than the algorithm since the last restart, and `LEAD_DEVIATIONS` (2) standard deviations fewer
+were the two equally good (`2 sqrt(m)`, `m` the rows where exactly one of them was right), is
+followed alone (the one with the fewest), its weight 1, until it no longer is; the
+algorithm's own weights and bound go on underneath. With few labels no expert gets that far
+ahead, and the algorithm decides.
 
 Why the Brier score and not the log loss (the aggregating algorithm's other classic game,
 whose prediction is the plain mixture): the stream is judged by accuracy, and a network that
@@ -38,9 +40,9 @@ import numpy as np
 
 from river_dhbm._kernels import entries
 from river_dhbm._kernels import mixture as mixture_kernels
-from river_dhbm._kernels.mixture import LEAD_MARGIN
+from river_dhbm._kernels.mixture import LEAD_DEVIATIONS, LEAD_MARGIN
 
-__all__ = ["CALIBRATION_STEP", "LEAD_MARGIN", "AggregatingMixture", "brier"]
+__all__ = ["CALIBRATION_STEP", "LEAD_DEVIATIONS", "LEAD_MARGIN", "AggregatingMixture", "brier"]
 
 #: The step of each expert's log temperature per labeled row (`AggregatingMixture`): flat on
 #: the development suite between 0.02 and 0.1 (docs/results.md), 0.05 the middle.
@@ -90,9 +92,11 @@ class AggregatingMixture:
     evidence
         Labeled rows scored since the last restart (`[1]`, the kernels count in place).
     errors
-        The errors of the aggregating algorithm's predictions, then each expert's, on the rows
-        scored since the last restart: an expert with `LEAD_MARGIN` fewer than the algorithm
-        (the fewest) is followed alone, its weight 1 (`_kernels.mixture.leader`).
+        On the rows scored since the last restart: the errors of the aggregating algorithm's
+        predictions, each expert's, then for each expert the rows where exactly one of it and
+        the algorithm was right. An expert with `LEAD_MARGIN` fewer errors than the algorithm,
+        and twice the square root of those rows, is followed alone (the fewest errors), its
+        weight 1 (`_kernels.mixture.leader`).
 
     """
 
@@ -106,7 +110,7 @@ class AggregatingMixture:
         self.loss_mixture = 0.0
         self.n_scored = 0
         self.evidence = np.zeros(1, dtype=np.int64)
-        self.errors = np.zeros(1 + len(priors))
+        self.errors = np.zeros(1 + 2 * len(priors))
         self.weights = _weights(self.grown_prior())
 
     def __setstate__(self, state):

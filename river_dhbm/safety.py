@@ -11,9 +11,9 @@ the linear expert (`river_dhbm.linear_expert`) is softmax regression of the labe
 Their mixture is the aggregating algorithm for the Brier game (`river_dhbm.aggregating`):
 each expert weighed by its calibrated Brier score on the labeled rows, each row scored by every
 expert before any learns it, the network's and the twin's priors grown with the labels
-(`LABELS_PER_INPUT`), and an expert that has made 10 fewer errors than the mixture followed
-alone. Its cumulative Brier score is never more than `ln(needs_e / prior_e)` above a
-network's, `ln(n / prior_e)` above the linear expert's, whatever the stream.
+(`LABELS_PER_INPUT`), and an expert with clearly fewer errors than the mixture followed
+alone. Its cumulative Brier score is never more than `ln(needs_e / prior_e)` above a network's,
+`ln(n / prior_e)` above the linear expert's, whatever the stream.
 
 After a change the best expert may change: the model's drift alarm starts every score afresh
 (`restart`), so the weights return to the priors of no labels and follow the new concept's.

@@ -30,6 +30,12 @@ LOG_TEMP_BOUND = 3.0
 #: user counts errors, and the Brier score can prefer an expert that is right less often.
 LEAD_MARGIN = 10.0
 
+#: ... and how many standard deviations of that difference it must be, were the two equally
+#: often right: on the `m` rows where one of them is right and the other not, the difference
+#: of two equally good ones wanders by about `sqrt(m)`, and a fixed margin alone would hand a
+#: long stream to whichever wandered ahead.
+LEAD_DEVIATIONS = 2.0
+
 
 @njit(**JIT, **INNER)
 def calibrate(P, log_temps, Q):
@@ -119,16 +125,19 @@ def grown_prior(log_prior, needs, evidence, e):
 
 @njit(**JIT, **INNER)
 def leader(errors):
-    """The expert followed alone, `-1` for the aggregating algorithm: from `errors [1 + E]`,
-    its errors then each expert's, the expert with the fewest errors (the first of equals)
-    when they are at least `LEAD_MARGIN` fewer than the algorithm's; none without `errors`."""
+    """The expert followed alone, `-1` for the aggregating algorithm: from `errors [1 + 2E]`,
+    the algorithm's errors, each expert's, then for each expert the rows where exactly one of
+    it and the algorithm was right, the expert with the fewest errors (the first of equals)
+    among those whose errors are fewer than the algorithm's by `LEAD_MARGIN` and by
+    `LEAD_DEVIATIONS` times the square root of those rows; none without `errors`."""
     lead = -1
-    if errors.shape[0] == 0:
-        return lead
-    fewest = errors[0] - LEAD_MARGIN
-    for e in range(errors.shape[0] - 1):
-        if errors[e + 1] <= fewest:
-            lead, fewest = e, errors[e + 1] - 0.5
+    E = (errors.shape[0] - 1) // 2
+    fewest = np.inf
+    for e in range(E):
+        ahead = errors[0] - errors[1 + e]
+        if (ahead >= LEAD_MARGIN and ahead >= LEAD_DEVIATIONS * math.sqrt(errors[1 + E + e])
+                and errors[1 + e] < fewest):
+            lead, fewest = e, errors[1 + e]
     return lead
 
 
@@ -154,8 +163,8 @@ def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, s
               errors):
     """Score one labeled row of class `code` predicted by the experts as `P [E, K]`: the
     aggregating algorithm's prediction with the weights of its scores so far and each expert's
-    calibration into `gamma [K]`, its errors and each expert's counted in `errors [1 + E]`
-    (none when empty), each calibrated expert's Brier score added to `losses [E]`, the row
+    calibration into `gamma [K]`, its errors and each expert's counted in `errors [1 + 2E]`
+    (`leader`; none when empty), each calibrated expert's Brier score added to `losses [E]`, the row
     counted in `evidence [1]`, then `weights` set: the algorithm's (`brier_weights`), or 1 on
     the `leader`'s and 0 elsewhere while one leads. Then each log temperature takes a gradient
     step of size `step` on its calibrated prediction's log loss, `d/dtau (-ln q_y) = z_y -
@@ -171,9 +180,12 @@ def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, s
     else:
         substitute_row(Q, weights, gamma)
     if errors.shape[0]:
-        errors[0] += first_largest(gamma) != code
+        wrong = first_largest(gamma) != code
+        errors[0] += wrong
         for e in range(E):
-            errors[e + 1] += first_largest(P[e]) != code
+            differs = first_largest(P[e]) != code
+            errors[1 + e] += differs
+            errors[1 + E + e] += differs != wrong
     evidence[0] += 1
     for e in range(E):
         losses[e] += _brier(Q[e], code)
