@@ -14,7 +14,7 @@ Zhdanov, Prediction with expert advice for the Brier game, JMLR 2009): with
 `brier(gamma, y) <= g(y)` whatever `y`, and the cumulative Brier score of the predictions is
 never more than `ln(needs_e / prior_e)` above an expert whose prior grows, `ln(n / prior_e)`
 above one whose prior stays, for every expert at once, whatever the stream. With one weight
-exactly 1, `gamma` is that expert's prediction.
+exactly 1, `gamma` is that expert's calibrated prediction.
 
 The user counts errors, not Brier scores, and the Brier score can prefer a cautious expert to
 one that is right more often. So the errors are counted too, the algorithm's and each

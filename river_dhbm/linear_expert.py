@@ -15,7 +15,7 @@ its pull divided among the labeled rows the memory holds: replayed many times ov
 hundred noisy labels would otherwise be fitted to their noise (issue 54: LED at 1 % and 10 %
 labels gains about 0.01; docs/results.md).
 
-The aggregating mixture (`river_dhbm.safety`) then weighs it against the network by their Brier
+The aggregating mixture (`river_dhbm.aggregating`) then weighs it against the network by their Brier
 scores on the labeled rows: where the concept is linear it leads early, where it is not its
 weight falls away.
 """

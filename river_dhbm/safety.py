@@ -12,8 +12,8 @@ Their mixture is the aggregating algorithm for the Brier game (`river_dhbm.aggre
 each expert weighed by its calibrated Brier score on the labeled rows, each row scored by every
 expert before any learns it, the network's and the twin's priors grown with the labels
 (`LABELS_PER_INPUT`), and an expert with clearly fewer errors than the mixture followed
-alone. Its cumulative Brier score is never more than `ln(needs_e / prior_e)` above a network's,
-`ln(n / prior_e)` above the linear expert's, whatever the stream.
+alone. The algorithm's cumulative Brier score is never more than `ln(needs_e / prior_e)` above
+a network's, `ln(n / prior_e)` above the linear expert's, whatever the stream.
 
 After a change the best expert may change: the model's drift alarm starts every score afresh
 (`restart`), so the weights return to the priors of no labels and follow the new concept's.
@@ -171,8 +171,8 @@ def score_one(model, row: np.ndarray, code: int) -> None:
 
 
 def unlabeled_trust(model) -> float:
-    """`model.unlabeled_trust`: `w_network / (w_network + w_twin)`, 1.0 without a twin or
-    before any labeled row."""
+    """`model.unlabeled_trust`: `w_network / (w_network + w_twin)`, 1.0 without a twin, before
+    any labeled row or while the linear expert leads alone."""
     if model._twin is None or model._mixture.n_scored == 0:
         return 1.0
     network, twin = model._mixture.weights[:2]

@@ -1,8 +1,8 @@
-"""The aggregating mixture's one-row kernels (`river_dhbm.safety`): each expert's calibration
-(a temperature), the Brier game's prediction from the experts' `p(y | x)` of one row, the
-scoring of one labeled row, and the hybrid networks' experts and their mixture of one row in
-one call. River's loop predicts and scores row by row, where numpy's calls and Python's loops
-cost more than the arithmetic.
+"""The aggregating mixture's one-row kernels (`river_dhbm.aggregating`): each expert's
+calibration (a temperature), the Brier game's prediction from the experts' `p(y | x)` of one
+row, the scoring of one labeled row and who leads, and the hybrid networks' experts and their
+mixture of one row in one call. River's loop predicts and scores row by row, where numpy's
+calls and Python's loops cost more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -164,12 +164,12 @@ def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, s
     """Score one labeled row of class `code` predicted by the experts as `P [E, K]`: the
     aggregating algorithm's prediction with the weights of its scores so far and each expert's
     calibration into `gamma [K]`, its errors and each expert's counted in `errors [1 + 2E]`
-    (`leader`; none when empty), each calibrated expert's Brier score added to `losses [E]`, the row
-    counted in `evidence [1]`, then `weights` set: the algorithm's (`brier_weights`), or 1 on
-    the `leader`'s and 0 elsewhere while one leads. Then each log temperature takes a gradient
-    step of size `step` on its calibrated prediction's log loss, `d/dtau (-ln q_y) = z_y -
-    sum_k q_k z_k` with `z = ln p / T` (bounded by `LOG_TEMP_BOUND`). Returns the algorithm's
-    Brier score of the row (the bound's)."""
+    (`leader`; none when empty), each calibrated expert's Brier score added to `losses [E]`,
+    the row counted in `evidence [1]`, then `weights` set: the algorithm's (`brier_weights`),
+    or 1 on the `leader`'s and 0 elsewhere while one leads. Then each log temperature takes a
+    gradient step of size `step` on its calibrated prediction's log loss, `d/dtau (-ln q_y) =
+    z_y - sum_k q_k z_k` with `z = ln p / T` (bounded by `LOG_TEMP_BOUND`). Returns the
+    algorithm's Brier score of the row (the bound's)."""
     E, K = P.shape
     Q = np.empty((E, K))
     calibrate(P, log_temps, Q)
@@ -210,7 +210,7 @@ def score_row(P, code, log_prior, needs, evidence, losses, weights, log_temps, s
 def score_rows(Ps, codes, log_prior, needs, evidence, losses, weights, log_temps, step,
                errors):
     """`score_row` of each labeled row `r` of `Ps [E, n, K]`, `codes [n]`, in order; returns
-    the mixture's Brier score of them all."""
+    the aggregating algorithm's Brier score of them all."""
     E, n, K = Ps.shape
     P = np.empty((E, K))
     gamma = np.empty(K)
