@@ -152,7 +152,10 @@ class AggregatingMixture:
         return [P if t == 0.0 else _calibrate(P, t) for P, t in zip(Ps, self.log_temps)]
 
     def mix(self, Ps) -> np.ndarray:
-        """The aggregating algorithm's `p(y | x)` of rows predicted by every expert `[n, K]`."""
+        """The mixture's `p(y | x)` of rows predicted by every expert `[n, K]` (the first
+        expert's own when its weight is exactly 1, as `mix_row` answers)."""
+        if self.weights[0] == 1.0:
+            return Ps[0]
         return _substitute(self.calibrated(Ps), self.weights[None, :])
 
     def mix_row(self, P) -> list:
