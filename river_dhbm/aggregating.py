@@ -79,6 +79,9 @@ class AggregatingMixture:
 
     Attributes
     ----------
+    weights
+        Each expert's weight in the predictions: the algorithm's, or 1 on the leader's and 0
+        elsewhere while an expert leads (`errors`).
     losses
         Each calibrated expert's cumulative Brier score on the labeled rows scored since the
         last `restart`.
