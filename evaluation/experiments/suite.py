@@ -120,6 +120,7 @@ def make_learner(name: str, seed: int, rows: list | None = None):
         preprocessing,
         tree,
     )
+    from river.checks.utils import seed_params
 
     if name.startswith(registry.MOA_PREFIX):
         if rows is None:
@@ -127,7 +128,7 @@ def make_learner(name: str, seed: int, rows: list | None = None):
         peer = MOAPeer(name, rows, seed)
         return peer, peer.learner._takes_unlabeled
     if name in PEERS:
-        return {
+        peer = {
             "LogisticRegression": lambda: preprocessing.StandardScaler()
             | multiclass.OneVsRestClassifier(linear_model.LogisticRegression()),
             "GaussianNB": naive_bayes.GaussianNB,
@@ -136,7 +137,9 @@ def make_learner(name: str, seed: int, rows: list | None = None):
             "KNN": lambda: preprocessing.StandardScaler() | neighbors.KNNClassifier(),
             "ARF": lambda: forest.ARFClassifier(seed=seed),
             "Prior": dummy.PriorClassifier,  # the labeled rows' most frequent class
-        }[name](), False
+        }[name]()
+        # every random part seeded, River's way: the KNN's search engine is unseeded by default
+        return peer.clone(seed_params(peer._get_params(), seed)), False
     base_name, params = _settings_of(check_model_name(name))
     scaler = params.pop("scaler", SCALERS[0])
     model = registry.make_model(base_name, None, None, seed=seed, params=params, preset="default")
