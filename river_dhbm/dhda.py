@@ -120,7 +120,7 @@ class DHDA(HybridClassifier):
     ... )
     >>> model = DHDA(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 61.59%
+    Accuracy: 61.57%
 
     Notes
     -----

@@ -105,7 +105,7 @@ class PseudoLabelMLP(HybridClassifier):
 
     >>> model = PseudoLabelMLP(seed=3)
     >>> evaluate.progressive_val_score(dataset.take(5000), model, metrics.Accuracy())
-    Accuracy: 61.57%
+    Accuracy: 61.59%
 
     Notes
     -----

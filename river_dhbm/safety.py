@@ -30,16 +30,15 @@ from river_dhbm._kernels import mixture as mixture_kernels
 from river_dhbm.aggregating import AggregatingMixture
 from river_dhbm.linear_expert import NO_LINEAR, LinearExpert
 
-#: Each expert's share of the prior. The network that learns the unlabeled rows has
-#: four times its twin's: while few labels have been scored the two differ by little, and an
-#: even prior hands much of the prediction to the twin, giving up much of what the unlabeled
-#: rows pay. The linear expert has a third: where labels are scarce it leads for the longest,
-#: and 0.2 left more of that lead to the network (docs/results.md). A model without a twin gives
-#: the twin's share to its network, so the linear expert starts with the same weight in a model
-#: and in its labeled-only ablation. The price is a bound of `ln(1 / prior)` against each
-#: expert: `ln 1.875` (0.63) against the network, `ln 7.5` (2.01) against the twin, `ln 3`
-#: (1.10) against the linear expert, plus what the networks' growing priors add (below).
-PRIORS = {"network": 8 / 15, "twin": 2 / 15, "linear": 1 / 3}
+#: Each expert's share of the prior: a third each. The prior takes no side between the network
+#: that learns the unlabeled rows and its twin that does not (the networks earn their shares
+#: with the labels, `LABELS_PER_INPUT`, and the labels decide between them); the linear expert
+#: has a third too: where labels are scarce it leads for the longest, and 0.2 left more of that
+#: lead to the network (docs/results.md). A model without a twin gives the twin's share to its
+#: network, so the linear expert starts with the same weight in a model and in its labeled-only
+#: ablation. The price is a bound of `ln(1 / prior)` against each expert, `ln 3` (1.10), plus
+#: what the networks' growing priors add (below).
+PRIORS = {"network": 1 / 3, "twin": 1 / 3, "linear": 1 / 3}
 
 
 def priors(names) -> list:

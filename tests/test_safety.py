@@ -268,7 +268,7 @@ def test_unlabeled_rows_that_mislead_cost_nothing(seed):
     assert model.unlabeled_trust < 1e-6
     mixture = model._mixture
     assert mixture.n_scored == labeled.sum() - len(model.classes_)
-    # the bound against the twin, whose prior grows with its labels: ln(7.5 N)
+    # the bound against the twin, whose prior grows with its labels: ln(3 N)
     twin = math.log(sum(PRIORS.values()) / PRIORS["twin"] * mixture.needs[1])
     assert mixture.loss_mixture <= mixture.losses[1] + twin + 1e-9
 
