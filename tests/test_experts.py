@@ -80,6 +80,8 @@ def test_a_model_restarts_its_experts_scores_at_an_alarm():
     assert not np.allclose(list(model.expert_weights.values()), grown / grown.sum())
     change.restart(model)
     np.testing.assert_allclose(list(model.expert_weights.values()), grown / grown.sum())
+    # the prior takes no side between learning the unlabeled rows and not: the labels decide
+    assert model.expert_weights["network"] == model.expert_weights["twin"]
     assert model._mixture.n_scored == 1000 - 2  # the stream's count stays (each class's first
     # labeled row is not scored)
     assert model._mixture.evidence[0] == 0
